@@ -1,0 +1,247 @@
+"""Server configurations: validated once, redacted everywhere they are shown.
+
+A ``ServerConfig`` is either stdio (``command``) or Streamable HTTP (``url``). The command and
+its arguments go to the OS as a list, never through a shell. Header and env *values* are
+secrets: ``repr``, errors and logs show them as ``***``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import McpSessionError
+from .wire import CONFIG_INVALID, HTTP, STDIO
+
+REDACTED = "***"
+MAX_TIMEOUT_SECONDS = 300.0  # purra-mcp's McpToolLimits.timeout_ms maximum
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # purra-mcp's server id rule: the name is the server id
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
+_ENV_NAME = re.compile(r"[^=\x00]+")
+_LINE_BREAKS = ("\x00", "\n", "\r")
+
+
+def _invalid(message: str) -> McpSessionError:
+    return McpSessionError(CONFIG_INVALID, message)
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def redact_url(url: str) -> str:
+    """The URL without credentials and with query values hidden (tokens often travel there)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return REDACTED
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        port = ""
+    query = "&".join(f"{pair.split('=', 1)[0]}={REDACTED}" for pair in parts.query.split("&") if pair)
+    return f"{parts.scheme}://{host}{port}{parts.path}" + (f"?{query}" if query else "")
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ServerConfig:
+    """How to reach one MCP server; ``timeout`` is in seconds (connect and each request)."""
+
+    name: str
+    command: str | None = field(default=None, kw_only=True)
+    args: Sequence[str] = field(default=(), kw_only=True)
+    env: Mapping[str, str] | None = field(default=None, kw_only=True)
+    cwd: str | Path | None = field(default=None, kw_only=True)
+    url: str | None = field(default=None, kw_only=True)
+    headers: Mapping[str, str] | None = field(default=None, kw_only=True)
+    timeout: float = field(default=30.0, kw_only=True)
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        if (self.command is None) == (self.url is None):
+            raise _invalid(f"Server '{self.name}' needs exactly one of command (stdio) or url (Streamable HTTP).")
+        if self.command is not None:
+            self._check_stdio()
+        else:
+            self._check_http()
+        _check_timeout(self.name, self.timeout)
+        # Freeze containers so a config cannot change after it was validated.
+        object.__setattr__(self, "args", tuple(self.args))
+        for name in ("env", "headers"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, MappingProxyType(dict(value)))
+        if self.cwd is not None:
+            object.__setattr__(self, "cwd", str(self.cwd))
+        object.__setattr__(self, "timeout", float(self.timeout))
+
+    def _check_stdio(self) -> None:
+        where = f"Server '{self.name}'"
+        if self.headers is not None:
+            raise _invalid(f"{where}: headers apply to url servers only; a stdio server takes env.")
+        if not isinstance(self.command, str) or not self.command.strip():
+            raise _invalid(f"{where}: command must be a non-empty string.")
+        _check_no_line_breaks(where, "command", self.command)
+        if isinstance(self.args, str) or not isinstance(self.args, Sequence):
+            raise _invalid(f"{where}: args must be a list of strings.")
+        for index, arg in enumerate(self.args):
+            if not isinstance(arg, str):
+                raise _invalid(f"{where}: args[{index}] must be a string.")
+            _check_no_line_breaks(where, f"args[{index}]", arg)
+        if self.env is not None:
+            _check_string_mapping(where, "env", self.env, _ENV_NAME)
+        if self.cwd is not None and (not isinstance(self.cwd, str | Path) or "\x00" in str(self.cwd)):
+            raise _invalid(f"{where}: cwd must be a directory path without NUL characters.")
+
+    def _check_http(self) -> None:
+        where = f"Server '{self.name}'"
+        if self.args or self.env is not None or self.cwd is not None:
+            raise _invalid(f"{where}: args, env and cwd apply to stdio servers only, not to a url server.")
+        if not isinstance(self.url, str) or any(c in self.url for c in (*_LINE_BREAKS, " ")):
+            raise _invalid(f"{where}: url must be a string without spaces or line breaks.")
+        try:
+            parts = urlsplit(self.url)
+            host = parts.hostname
+            parts.port  # noqa: B018 - raises ValueError on a malformed port
+        except ValueError:
+            raise _invalid(f"{where}: url is not a valid URL.") from None
+        if parts.scheme not in ("http", "https") or not host:
+            raise _invalid(f"{where}: url must start with https:// (or http:// for a loopback host) and name a host.")
+        if parts.username is not None or parts.password is not None:
+            raise _invalid(f"{where}: url must not carry credentials; send them in headers instead.")
+        if parts.scheme == "http" and not _is_loopback(host):
+            raise _invalid(
+                f"{where}: http:// is allowed only for loopback hosts (127.0.0.0/8, ::1, localhost); "
+                f"use https:// for {host}."
+            )
+        if self.headers is not None:
+            _check_string_mapping(where, "headers", self.headers, _HEADER_NAME)
+
+    @property
+    def transport(self) -> str:
+        """``"stdio"`` or ``"http"`` (Streamable HTTP)."""
+        return STDIO if self.command is not None else HTTP
+
+    @property
+    def target(self) -> str:
+        """What the server is, safe to show: the command line or the redacted URL."""
+        if self.command is not None:
+            return " ".join([self.command, *self.args])
+        return redact_url(self.url or "")
+
+    def __repr__(self) -> str:
+        parts = [repr(self.name)]
+        if self.command is not None:
+            parts += [f"command={self.command!r}", f"args={list(self.args)!r}"]
+            if self.env is not None:
+                parts.append(f"env={ {key: REDACTED for key in self.env}!r}")
+            if self.cwd is not None:
+                parts.append(f"cwd={self.cwd!r}")
+        else:
+            parts.append(f"url={redact_url(self.url or '')!r}")
+            if self.headers is not None:
+                parts.append(f"headers={ {key: REDACTED for key in self.headers}!r}")
+        parts.append(f"timeout={self.timeout!r}")
+        return f"ServerConfig({', '.join(parts)})"
+
+    __str__ = __repr__
+
+
+def _check_name(name: object) -> None:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise _invalid(
+            f"Server name {name!r} is invalid: use 1 to 128 letters, digits, '_', '.' or '-' (it is the server id)."
+        )
+
+
+def _check_timeout(name: str, timeout: object) -> None:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or not 0 < timeout <= MAX_TIMEOUT_SECONDS
+    ):
+        raise _invalid(f"Server '{name}': timeout must be a number of seconds above 0 and at most 300.")
+
+
+def _check_no_line_breaks(where: str, field_name: str, value: str) -> None:
+    if any(c in value for c in _LINE_BREAKS):
+        raise _invalid(f"{where}: {field_name} must not contain NUL or line-break characters.")
+
+
+def _check_string_mapping(where: str, field_name: str, value: object, key_rule: re.Pattern[str]) -> None:
+    if not isinstance(value, Mapping):
+        raise _invalid(f"{where}: {field_name} must be a mapping of strings to strings.")
+    for key, item in value.items():
+        if not isinstance(key, str) or not key_rule.fullmatch(key):
+            raise _invalid(f"{where}: {field_name} has an invalid name {key!r}.")
+        if not isinstance(item, str):
+            raise _invalid(f"{where}: the value of {field_name}[{key!r}] must be a string.")
+        if any(c in item for c in _LINE_BREAKS):
+            raise _invalid(f"{where}: the value of {field_name}[{key!r}] must not contain NUL or line breaks.")
+
+
+# Keys of one server entry in Claude Desktop / Cursor (mcpServers) and VS Code (servers) files.
+_ENTRY_FIELDS = {"command", "args", "env", "cwd", "url", "headers", "timeout"}
+_HTTP_TYPES = {"http", "streamable-http", "streamableHttp"}
+
+
+def load_servers(path: str | Path) -> dict[str, ServerConfig]:
+    """Read ``{"mcpServers": {...}}`` (Claude Desktop, Cursor) or VS Code's ``{"servers": {...}}``.
+
+    Keys this kit does not use (``disabled``, ``autoApprove`` ...) are ignored; a ``type`` other than
+    stdio or Streamable HTTP is refused, since the kit speaks only those.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _invalid(
+            f"Cannot read {path}: {exc.__class__.__name__}: {getattr(exc, 'strerror', None) or exc}."
+        ) from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _invalid(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+    if not isinstance(document, dict):
+        raise _invalid(f'{path} must hold a JSON object with "mcpServers" or "servers".')
+    key = "mcpServers" if "mcpServers" in document else "servers" if "servers" in document else None
+    if key is None or not isinstance(document[key], dict):
+        raise _invalid(f'{path} must hold an object "mcpServers" (or VS Code\'s "servers") mapping names to servers.')
+    return {name: _entry_config(path, key, name, entry) for name, entry in document[key].items()}
+
+
+def _entry_config(path: Path, key: str, name: str, entry: Any) -> ServerConfig:
+    where = f"{path}: {key}.{name}"
+    if not isinstance(entry, dict):
+        raise _invalid(f"{where} must be an object.")
+    kind = entry.get("type")
+    if kind is not None and kind != STDIO and kind not in _HTTP_TYPES:
+        raise _invalid(f"{where}: transport type {kind!r} is not supported; use stdio or Streamable HTTP (http).")
+    if kind is not None and (kind == STDIO) != ("command" in entry):
+        raise _invalid(
+            f"{where}: type {kind!r} does not match the entry ({'command' if 'command' in entry else 'url'})."
+        )
+    fields = {field_name: entry[field_name] for field_name in _ENTRY_FIELDS if field_name in entry}
+    try:
+        return ServerConfig(name, **fields)
+    except McpSessionError as exc:
+        raise _invalid(f"{where}: {exc.message}") from None
+    except TypeError as exc:
+        raise _invalid(f"{where}: {exc}.") from None

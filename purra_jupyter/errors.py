@@ -1,0 +1,26 @@
+"""The one exception class of purra-jupyter.
+
+    Exception
+    └── McpSessionError   connection, configuration, approval and discovery problems
+
+Tool failures never raise: they come back as results with an ``error_code``. purra-mcp's
+``McpAdapterError`` is translated into ``McpSessionError`` with the same code at the session seam.
+"""
+
+from __future__ import annotations
+
+
+class McpSessionError(Exception):
+    """Raised when a session cannot be configured, opened, used or closed as asked; ``.code`` is stable."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this instead of a traceback: a user error is one line.
+        return [f"McpSessionError: {self}"]

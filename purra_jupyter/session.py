@@ -1,0 +1,519 @@
+"""A monitored MCP client session that lives across cells.
+
+The transport and the SDK's ``ClientSession`` are entered and left by one task on the runner's
+loop; purra-mcp's ``McpCatalogMonitor`` sees every server message, composed with the session's
+own event log. ``state`` is an observable trait: ``ready``, ``stale`` (the server changed its
+tools), ``closed`` or ``failed`` (the log says why).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+from traitlets import Enum, HasTraits
+
+from . import runner
+from .config import ServerConfig, redact_url
+from .errors import McpSessionError
+from .wire import (
+    APPROVAL_POLICIES,
+    CLOSED,
+    CONFIG_INVALID,
+    CONNECT_FAILED,
+    CONNECTING,
+    CONNECTION_CLOSED,
+    EVENT_CLOSE,
+    EVENT_CONNECT,
+    EVENT_ERROR,
+    EVENT_INITIALIZE,
+    EVENT_LIST_CHANGED,
+    EVENT_STDERR,
+    FAILED,
+    HTTP,
+    PROTOCOL_ERROR,
+    READY,
+    SESSION_EXISTS,
+    SESSION_UNKNOWN,
+    STALE,
+    STATES,
+    STDIO,
+    TIMEOUT,
+    TRANSPORT_ERROR,
+)
+
+if TYPE_CHECKING:
+    import httpx
+    from mcp import ClientSession
+    from purra_mcp import McpCatalogMonitor
+
+T = TypeVar("T")
+
+STDERR_LINES = 200
+LOG_ROWS = 10_000
+_MAX_LINE_BYTES = 8_192
+_DETAIL_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    time: datetime
+    event: str
+    detail: str
+
+
+class SessionLog:
+    """The last ``LOG_ROWS`` events of a session; appended from the loop thread, read from the kernel."""
+
+    def __init__(self, maxlen: int = LOG_ROWS) -> None:
+        self._rows: deque[LogEntry] = deque(maxlen=maxlen)
+
+    def add(self, event: str, detail: str = "") -> None:
+        if len(detail) > _DETAIL_CHARS:
+            detail = detail[:_DETAIL_CHARS] + "…"
+        self._rows.append(LogEntry(datetime.now(UTC), event, detail))
+
+    def __iter__(self) -> Iterator[LogEntry]:
+        return iter(tuple(self._rows))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def events(self, event: str) -> list[LogEntry]:
+        return [row for row in self if row.event == event]
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame([(row.time, row.event, row.detail) for row in self], columns=["time", "event", "detail"])
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{row.time:%H:%M:%S.%f}"[:-3] + f"  {row.event:<12} {row.detail}" for row in self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        rows = "".join(
+            f"<tr><td>{row.time:%H:%M:%S}</td><td>{escape(row.event)}</td><td><pre>{escape(row.detail)}</pre></td></tr>"
+            for row in self
+        )
+        html = f"<table><thead><tr><th>time</th><th>event</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
+        return {"text/plain": repr(self), "text/html": html}
+
+
+class StderrTail:
+    """A pipe handed to a stdio server as its stderr; a thread keeps the last lines and logs each.
+
+    ipykernel's ``sys.stderr`` has no file descriptor, and a pipe read at once never blocks the
+    server the way an unread one would.
+    """
+
+    def __init__(self, on_line: Callable[[str], None], max_lines: int = STDERR_LINES) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer = open(write_fd, "wb", buffering=0)
+        self._lines: deque[str] = deque(maxlen=max_lines)
+        self._on_line = on_line
+        self._thread = threading.Thread(target=self._read, args=(read_fd,), name="purra-jupyter-stderr", daemon=True)
+        self._thread.start()
+
+    def release(self) -> None:
+        """Drop our copy of the write end once the child holds its own, so EOF follows its exit."""
+        self.writer.close()
+
+    def join(self, timeout: float = 2.0) -> None:
+        self._thread.join(timeout)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self._lines)
+
+    def _read(self, fd: int) -> None:
+        pending = b""
+        with open(fd, "rb", buffering=0) as stream:
+            while chunk := stream.read(65_536):
+                *lines, pending = (pending + chunk).split(b"\n")
+                if len(pending) > _MAX_LINE_BYTES:
+                    lines.append(pending)
+                    pending = b""
+                for line in lines:
+                    self._keep(line)
+        if pending:
+            self._keep(pending)
+
+    def _keep(self, raw: bytes) -> None:
+        line = raw[:_MAX_LINE_BYTES].decode("utf-8", "replace").rstrip("\r")
+        self._lines.append(line)
+        self._on_line(line)
+
+
+class McpSession(HasTraits):
+    """One monitored connection to one MCP server. Open it with ``connect()``."""
+
+    state = Enum(STATES, default_value=CONNECTING, help="ready | stale | closed | failed")
+
+    def __init__(self, config: ServerConfig, *, approval: str = "prompt") -> None:
+        super().__init__()
+        from purra_mcp import McpCatalogMonitor
+
+        self.config = config
+        self.approval = approval
+        self.log = SessionLog()
+        self.monitor: McpCatalogMonitor = McpCatalogMonitor()
+        self.protocol_version: str | None = None
+        self.server_info: dict[str, Any] = {}
+        self.capabilities: dict[str, Any] = {}
+        self._client: ClientSession | None = None
+        self._stderr: StderrTail | None = None
+        self._cause = ""
+        self._close_lock = threading.Lock()
+        self._host: runner.HostedContext[tuple[ClientSession, Any]] = runner.HostedContext(self._connection, self._lost)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def transport(self) -> str:
+        return self.config.transport
+
+    @property
+    def stderr(self) -> str:
+        """The last lines the server wrote to its stderr (stdio servers; empty for HTTP)."""
+        return self._stderr.text if self._stderr is not None else ""
+
+    @property
+    def cause(self) -> str:
+        """Why the session is ``closed`` or ``failed`` (empty while it is usable)."""
+        return self._cause
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        self.log.add(EVENT_CONNECT, f"{self.transport} {self.config.target}")
+        if self.approval == "auto":
+            self.log.add(EVENT_CONNECT, "approval policy 'auto': every call of this session is approved")
+        if self.transport == STDIO:
+            self._stderr = StderrTail(lambda line: self.log.add(EVENT_STDERR, line))
+        try:
+            with self._translate_errors(connecting=True):
+                self._client, result = self._host.open()
+        except BaseException as exc:
+            self._finish(FAILED, f"connect failed: {exc}")
+            raise
+        self.protocol_version = result.protocolVersion
+        self.server_info = result.serverInfo.model_dump(mode="json", exclude_none=True)
+        self.capabilities = result.capabilities.model_dump(mode="json", exclude_none=True)
+        self.log.add(EVENT_INITIALIZE, f"protocol {self.protocol_version}, server {self._server_label()}")
+        self.state = READY
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[tuple[ClientSession, Any]]:
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        config = self.config
+        async with AsyncExitStack() as stack:
+            if config.transport == STDIO:
+                assert self._stderr is not None
+                params = StdioServerParameters(
+                    command=config.command or "",
+                    args=list(config.args),
+                    env=dict(config.env) if config.env is not None else None,
+                    cwd=config.cwd,
+                )
+                try:
+                    read, write = await stack.enter_async_context(stdio_client(params, errlog=self._stderr.writer))
+                finally:
+                    self._stderr.release()
+            else:
+                http = await stack.enter_async_context(_http_client(config, self.log))
+                read, write, _ = await stack.enter_async_context(
+                    streamable_http_client(config.url or "", http_client=http)
+                )
+            client = await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
+            with anyio.fail_after(config.timeout):
+                result = await client.initialize()
+            self.monitor.accept_protocol_version(result.protocolVersion)
+            yield client, result
+
+    async def _on_message(self, message: Any) -> None:
+        """Every server message: purra-mcp's monitor first (it decides staleness), then our log."""
+        from mcp import types
+
+        await self.monitor.on_message(message)
+        if isinstance(message, Exception):
+            detail = f"the server sent a message that is not valid JSON-RPC: {message}"
+            self.log.add(EVENT_ERROR, detail)
+            if self.state in (READY, STALE):
+                self._fail(f"{detail}; purra-mcp's monitor closed the session")
+        elif isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ToolListChangedNotification
+        ):
+            self.log.add(EVENT_LIST_CHANGED, f"catalog revision {self.monitor.revision}")
+            if self.state == READY:
+                self.state = STALE
+
+    def _lost(self, error: BaseException | None) -> None:
+        reason = f"{error.__class__.__name__}: {error}" if error is not None else "the transport ended"
+        self._fail(f"connection lost ({reason})")
+
+    def _fail(self, cause: str) -> None:
+        self._cause = cause
+        self.log.add(EVENT_ERROR, cause)
+        if self.state not in (CLOSED, FAILED):
+            self.state = FAILED
+
+    def close(self, cause: str = "closed by user") -> None:
+        """End the session and its server process. Idempotent."""
+        with self._close_lock:
+            if self.state == CLOSED:
+                return
+            self.monitor.close()
+            try:
+                self._host.close()
+            finally:
+                self._finish(CLOSED, cause)
+
+    def _finish(self, state: str, cause: str) -> None:
+        if self._stderr is not None:
+            self._stderr.join()
+        self._cause = self._cause or cause if state == FAILED else cause
+        self.log.add(EVENT_CLOSE, cause)
+        self.state = state
+        registry.remove(self)
+
+    def __enter__(self) -> McpSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close("left the with block")
+
+    # --- requests --------------------------------------------------------------------------
+
+    def ping(self, *, timeout: float | None = None) -> float:
+        """Ask the server for a ping; returns the round trip in milliseconds."""
+        started = time.perf_counter()
+        self._request(lambda client: client.send_ping(), timeout=timeout)
+        return (time.perf_counter() - started) * 1000
+
+    def _request(self, func: Callable[[ClientSession], Awaitable[T]], *, timeout: float | None = None) -> T:
+        """Run ``func(client)`` on the loop within ``timeout`` seconds (default: the config's)."""
+        self._check_usable()
+        client = self._client
+        assert client is not None
+        limit = timeout if timeout is not None else self.config.timeout
+
+        async def bounded() -> T:
+            with anyio.fail_after(limit):
+                return await func(client)
+
+        with self._translate_errors():
+            return runner.run(bounded)
+
+    def _check_usable(self) -> None:
+        if self.state in (CLOSED, FAILED, CONNECTING):
+            how = f"Open a new one with pj.connect() ({self._cause})." if self._cause else "Open a new one."
+            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' is {self.state}. {how}")
+
+    @contextmanager
+    def _translate_errors(self, *, connecting: bool = False) -> Iterator[None]:
+        """The one seam where SDK, transport and purra-mcp errors become ``McpSessionError``s."""
+        try:
+            yield
+        except McpSessionError:
+            raise
+        except Exception as exc:
+            error = _translate(exc, self, connecting=connecting)
+            if error.code == CONNECTION_CLOSED and not connecting:
+                self._fail(error.message)
+            raise error from exc
+
+    # --- display ---------------------------------------------------------------------------
+
+    def _server_label(self) -> str:
+        info = self.server_info
+        return " ".join(str(info[key]) for key in ("name", "version") if key in info) or "unknown"
+
+    def __repr__(self) -> str:
+        protocol = f", protocol {self.protocol_version}" if self.protocol_version else ""
+        return f"<McpSession {self.name!r} {self.transport} {self.state}{protocol}, server {self._server_label()}>"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        rows = [
+            ("session", self.name),
+            ("transport", f"{self.transport}: {self.config.target}"),
+            ("state", self.state + (f" ({self._cause})" if self._cause else "")),
+            ("protocol", self.protocol_version or ""),
+            ("server", self._server_label()),
+        ]
+        body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
+        return {"text/plain": repr(self), "text/html": f"<table class='purra-session'>{body}</table>"}
+
+
+def _translate(exc: BaseException, session: McpSession, *, connecting: bool) -> McpSessionError:
+    """Map one SDK/transport/adapter failure to a code and a one-line message without secrets."""
+    import httpx
+    from mcp import types
+    from mcp.shared.exceptions import McpError
+    from purra_mcp import McpAdapterError
+
+    exc = runner.leaf_exception(exc)
+    name = session.name
+    hint = _stderr_hint(session)
+    if isinstance(exc, McpAdapterError):
+        if exc.code == "mcp_protocol_unsupported":
+            return McpSessionError(
+                exc.code,
+                f"Server '{name}' negotiated a protocol version PurrA does not accept; "
+                "PurrA accepts 2025-06-18 and 2025-11-25.",
+            )
+        return McpSessionError(exc.code, f"purra-mcp refused the operation on '{name}' ({exc.code}).")
+    if isinstance(exc, TimeoutError):
+        what = "answer initialize" if connecting else "answer"
+        return McpSessionError(TIMEOUT, f"Server '{name}' did not {what} within {session.config.timeout:g} s.{hint}")
+    if isinstance(exc, McpError):
+        code = exc.error.code
+        if code in (408, -32001):
+            return McpSessionError(TIMEOUT, f"Server '{name}' did not answer in time.{hint}")
+        if code == types.CONNECTION_CLOSED:
+            if connecting:
+                return McpSessionError(
+                    CONNECT_FAILED, f"Server '{name}' closed the connection during initialize.{hint}"
+                )
+            return McpSessionError(CONNECTION_CLOSED, f"Server '{name}' closed the connection.{hint}")
+        return McpSessionError(PROTOCOL_ERROR, f"Server '{name}' answered with error {code}: {exc.error.message[:200]}")
+    if isinstance(exc, httpx.HTTPError):
+        detail = (
+            f"{exc.__class__.__name__} for {redact_url(str(exc.request.url))}"
+            if _has_request(exc)
+            else (exc.__class__.__name__)
+        )
+        if isinstance(exc, httpx.HTTPStatusError):
+            detail = f"HTTP {exc.response.status_code} from {redact_url(str(exc.request.url))}"
+        return McpSessionError(CONNECT_FAILED if connecting else TRANSPORT_ERROR, f"Server '{name}': {detail}.")
+    if isinstance(exc, OSError) and connecting and session.transport == STDIO:
+        cwd = session.config.cwd
+        if cwd is not None and not os.path.isdir(cwd):
+            return McpSessionError(CONNECT_FAILED, f"The working directory {cwd!r} of '{name}' does not exist.")
+        return McpSessionError(
+            CONNECT_FAILED, f"Could not start {session.config.command!r} for '{name}': {exc.strerror or exc}."
+        )
+    code = CONNECT_FAILED if connecting else TRANSPORT_ERROR
+    return McpSessionError(code, f"Server '{name}': {exc.__class__.__name__}: {str(exc)[:200]}{hint}")
+
+
+def _has_request(exc: Exception) -> bool:
+    try:
+        exc.request  # type: ignore[attr-defined]  # noqa: B018 - httpx raises when no request is attached
+    except RuntimeError:
+        return False
+    return True
+
+
+def _stderr_hint(session: McpSession) -> str:
+    last = session.stderr.strip().splitlines()[-3:]
+    return (" Its stderr ended with: " + " | ".join(last)) if last else ""
+
+
+@asynccontextmanager
+async def _http_client(config: ServerConfig, log: SessionLog) -> AsyncIterator[httpx.AsyncClient]:
+    """Our own httpx client: config timeouts, and redirects followed only within the server's origin,
+    so custom headers (credentials) never reach another origin."""
+    import httpx
+
+    origin = _origin(httpx.URL(config.url or ""))
+
+    async def same_origin_only(request: httpx.Request) -> None:
+        if _origin(request.url) != origin:
+            log.add(EVENT_ERROR, f"refused a redirect to another origin: {redact_url(str(request.url))}")
+            raise httpx.UnsupportedProtocol(
+                "redirect to another origin refused (headers are never sent there)", request=request
+            )
+
+    timeout = httpx.Timeout(config.timeout, read=max(config.timeout, 300.0))
+    async with httpx.AsyncClient(
+        headers=dict(config.headers or {}),
+        timeout=timeout,
+        follow_redirects=True,
+        event_hooks={"request": [same_origin_only]},
+    ) as client:
+        yield client
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, url.port or default
+
+
+class SessionRegistry:
+    """The open sessions of this process, by name."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, McpSession] = {}
+        self._lock = threading.Lock()
+
+    def add(self, session: McpSession) -> None:
+        with self._lock:
+            if session.name in self._sessions:
+                raise McpSessionError(
+                    SESSION_EXISTS,
+                    f"A session named '{session.name}' is already open. Close it first "
+                    f"(pj.sessions() lists them) or choose another name.",
+                )
+            self._sessions[session.name] = session
+
+    def remove(self, session: McpSession) -> None:
+        with self._lock:
+            if self._sessions.get(session.name) is session:
+                del self._sessions[session.name]
+
+    def get(self, name: str) -> McpSession:
+        with self._lock:
+            session = self._sessions.get(name)
+        if session is None:
+            raise McpSessionError(SESSION_UNKNOWN, f"No session named '{name}'. Open one with pj.connect().")
+        return session
+
+    def list(self) -> list[McpSession]:
+        with self._lock:
+            return sorted(self._sessions.values(), key=lambda s: s.name)
+
+    def close_all(self, cause: str = "closed with all sessions") -> None:
+        for session in self.list():
+            session.close(cause)
+
+
+registry = SessionRegistry()
+runner.on_stop(lambda: registry.close_all("interpreter exit"))
+
+
+def connect(config: ServerConfig, *, approval: str = "prompt") -> McpSession:
+    """Open a monitored session: start or reach the server, initialize, check the protocol.
+
+    ``approval`` is the policy for tool calls: ``prompt`` (default), ``auto`` (every call of this
+    session is approved; logged) or ``deny``.
+    """
+    if not isinstance(config, ServerConfig):
+        raise McpSessionError(CONFIG_INVALID, "connect() takes a ServerConfig (see pj.ServerConfig, pj.load_servers).")
+    if approval not in APPROVAL_POLICIES:
+        raise McpSessionError(CONFIG_INVALID, f"approval must be one of {', '.join(APPROVAL_POLICIES)}.")
+    session = McpSession(config, approval=approval)
+    registry.add(session)
+    session._open()
+    return session
+
+
+def sessions() -> list[McpSession]:
+    """The sessions that are open (ready, stale or failed but not closed), by name."""
+    return registry.list()
+
+
+__all__ = ["HTTP", "STDIO", "LogEntry", "McpSession", "SessionLog", "SessionRegistry", "connect", "sessions"]

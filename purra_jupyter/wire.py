@@ -1,0 +1,44 @@
+"""Strings that cross a boundary (error codes, log event kinds, states), defined once.
+
+Codes that purra-mcp already defines (``mcp_timeout``, ``mcp_connection_closed``,
+``mcp_protocol_unsupported`` ...) are reused with the same spelling, so a notebook shows
+the code a PurrA host would log.
+"""
+
+from __future__ import annotations
+
+# Error codes introduced by purra-jupyter.
+CONFIG_INVALID = "mcp_config_invalid"
+CONNECT_FAILED = "mcp_connect_failed"
+INTERRUPTED = "mcp_interrupted"
+SESSION_EXISTS = "mcp_session_exists"
+SESSION_UNKNOWN = "mcp_session_unknown"
+
+# Error codes shared with purra-mcp.
+CONNECTION_CLOSED = "mcp_connection_closed"
+PROTOCOL_ERROR = "mcp_protocol_error"
+TIMEOUT = "mcp_timeout"
+TRANSPORT_ERROR = "mcp_transport_error"
+
+# Session states (``McpSession.state``).
+CONNECTING = "connecting"
+READY = "ready"
+STALE = "stale"
+CLOSED = "closed"
+FAILED = "failed"
+STATES = (CONNECTING, READY, STALE, CLOSED, FAILED)
+
+# Approval policies.
+APPROVAL_POLICIES = ("prompt", "auto", "deny")
+
+# Session log event kinds.
+EVENT_CONNECT = "connect"
+EVENT_INITIALIZE = "initialize"
+EVENT_LIST_CHANGED = "list_changed"
+EVENT_STDERR = "stderr"
+EVENT_ERROR = "error"
+EVENT_CLOSE = "close"
+
+# Transports.
+STDIO = "stdio"
+HTTP = "http"

@@ -1,0 +1,157 @@
+"""ServerConfig validation, redaction and the mcp.json loader."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import purra_jupyter as pj
+from purra_jupyter.config import ServerConfig, load_servers
+
+SECRET = "s3cr3t-token-value"
+
+INVALID = [
+    # (kwargs, words the message must contain)
+    ({"name": ""}, "name"),
+    ({"name": "has space", "command": "x"}, "name"),
+    ({"name": "a" * 129, "command": "x"}, "name"),
+    ({"name": "none"}, "exactly one of command"),
+    ({"name": "both", "command": "x", "url": "https://example.org/mcp"}, "exactly one of command"),
+    ({"name": "n", "command": ""}, "command"),
+    ({"name": "n", "command": "py\x00thon"}, "command"),
+    ({"name": "n", "command": "python\n"}, "command"),
+    ({"name": "n", "command": "python", "args": ["ok", "bad\nline"]}, "args[1]"),
+    ({"name": "n", "command": "python", "args": ["nul\x00"]}, "args[0]"),
+    ({"name": "n", "command": "python", "args": "-m demo"}, "args"),
+    ({"name": "n", "command": "python", "args": [1]}, "args[0]"),
+    ({"name": "n", "command": "python", "headers": {"A": "b"}}, "headers"),
+    ({"name": "n", "command": "python", "env": {"A": 1}}, "env"),
+    ({"name": "n", "command": "python", "env": {"A=B": "x"}}, "env"),
+    ({"name": "n", "command": "python", "cwd": "/tmp/\x00"}, "cwd"),
+    ({"name": "n", "url": "https://example.org/mcp", "args": ["x"]}, "stdio servers only"),
+    ({"name": "n", "url": "https://example.org/mcp", "env": {"A": "b"}}, "stdio servers only"),
+    ({"name": "n", "url": "https://example.org/mcp", "cwd": "/tmp"}, "stdio servers only"),
+    ({"name": "n", "url": "http://example.org/mcp"}, "loopback"),
+    ({"name": "n", "url": "http://10.0.0.1/mcp"}, "loopback"),
+    ({"name": "n", "url": "ftp://127.0.0.1/mcp"}, "https://"),
+    ({"name": "n", "url": "https:///mcp"}, "host"),
+    ({"name": "n", "url": "https://user:pw@example.org/mcp"}, "credentials"),
+    ({"name": "n", "url": "https://token@example.org/mcp"}, "credentials"),
+    ({"name": "n", "url": "https://example.org/mcp\n"}, "url"),
+    ({"name": "n", "url": "https://example.org:99999/mcp"}, "valid URL"),
+    ({"name": "n", "url": "https://example.org/mcp", "headers": {"Bad Name": "x"}}, "headers"),
+    ({"name": "n", "url": "https://example.org/mcp", "headers": {"X-A": "a\r\nInjected: 1"}}, "headers"),
+    ({"name": "n", "command": "python", "timeout": 0}, "timeout"),
+    ({"name": "n", "command": "python", "timeout": 301}, "timeout"),
+    ({"name": "n", "command": "python", "timeout": float("nan")}, "timeout"),
+    ({"name": "n", "command": "python", "timeout": True}, "timeout"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "words"), INVALID)
+def test_invalid_config_raises_config_invalid_naming_the_field(kwargs: dict, words: str) -> None:
+    name = kwargs.pop("name")
+    with pytest.raises(pj.McpSessionError) as caught:
+        ServerConfig(name, **kwargs)
+    assert caught.value.code == "mcp_config_invalid"
+    assert words in caught.value.message
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:8000/mcp", "http://127.8.9.10/mcp", "http://[::1]:9/mcp", "http://localhost/mcp",
+     "https://example.org/mcp"],
+)
+def test_http_is_allowed_for_loopback_and_https_anywhere(url: str) -> None:
+    config = ServerConfig("remote", url=url)
+    assert config.transport == "http"
+
+
+def test_transport_is_inferred_and_args_are_kept_as_a_list() -> None:
+    config = ServerConfig("docs", command="python", args=["-m", "x; touch /tmp/pwned"])
+    assert config.transport == "stdio"
+    assert config.args == ("-m", "x; touch /tmp/pwned")
+
+
+def test_config_is_frozen_after_validation() -> None:
+    headers = {"Authorization": SECRET}
+    config = ServerConfig("remote", url="https://example.org/mcp", headers=headers)
+    headers["Authorization"] = "changed"
+    assert config.headers["Authorization"] == SECRET
+    with pytest.raises(TypeError):
+        config.headers["Authorization"] = "x"  # type: ignore[index]
+
+
+def test_repr_and_str_redact_header_env_and_query_values() -> None:
+    http = ServerConfig("remote", url=f"https://example.org/mcp?key={SECRET}", headers={"Authorization": SECRET})
+    stdio = ServerConfig("local", command="python", env={"API_KEY": SECRET})
+    for text in (repr(http), str(http), repr(stdio), str(stdio), http.target):
+        assert SECRET not in text
+    assert "Authorization" in repr(http) and "***" in repr(http)
+    assert "API_KEY" in repr(stdio)
+
+
+def test_errors_never_show_secret_values() -> None:
+    cases = [
+        {"url": f"https://user:{SECRET}@example.org/mcp"},
+        {"url": "https://example.org/mcp", "headers": {"X-Key": SECRET + "\n"}},
+        {"command": "python", "env": {"KEY": SECRET + "\x00"}},
+        {"command": "python", "headers": {"Authorization": SECRET}},
+    ]
+    for kwargs in cases:
+        with pytest.raises(pj.McpSessionError) as caught:
+            ServerConfig("n", **kwargs)
+        assert SECRET not in str(caught.value)
+
+
+def _write(tmp_path, document) -> str:
+    path = tmp_path / "mcp.json"
+    path.write_text(document if isinstance(document, str) else json.dumps(document))
+    return str(path)
+
+
+def test_load_servers_reads_mcp_servers_format(tmp_path) -> None:
+    path = _write(tmp_path, {"mcpServers": {
+        "time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}, "disabled": False},
+        "remote": {"type": "http", "url": "https://example.org/mcp", "headers": {"Authorization": SECRET}},
+    }})
+    servers = load_servers(path)
+    assert set(servers) == {"time", "remote"}
+    assert servers["time"].transport == "stdio" and servers["time"].args == ("mcp-server-time",)
+    assert servers["remote"].transport == "http"
+    assert SECRET not in repr(servers)
+
+
+def test_load_servers_reads_vscode_format(tmp_path) -> None:
+    path = _write(tmp_path, {"servers": {"git": {"type": "stdio", "command": "python", "args": ["-m", "git"]}}})
+    assert load_servers(path)["git"].command == "python"
+
+
+@pytest.mark.parametrize(
+    ("document", "words"),
+    [
+        ('{"mcpServers": {', "line 1, column"),
+        ("[]", "JSON object"),
+        ({"other": {}}, "mcpServers"),
+        ({"mcpServers": []}, "mcpServers"),
+        ({"mcpServers": {"a": "python"}}, "mcpServers.a must be an object"),
+        ({"mcpServers": {"a": {"type": "sse", "url": "https://example.org/sse"}}}, "not supported"),
+        ({"mcpServers": {"a": {"type": "stdio", "url": "https://example.org/mcp"}}}, "does not match"),
+        ({"mcpServers": {"a": {"command": "python", "args": "x y"}}}, "args"),
+        ({"mcpServers": {"bad name": {"command": "python"}}}, "name"),
+    ],
+)
+def test_load_servers_malformed_files(tmp_path, document, words: str) -> None:
+    with pytest.raises(pj.McpSessionError) as caught:
+        load_servers(_write(tmp_path, document))
+    assert caught.value.code == "mcp_config_invalid"
+    assert words in caught.value.message
+
+
+def test_load_servers_missing_file(tmp_path) -> None:
+    with pytest.raises(pj.McpSessionError) as caught:
+        load_servers(tmp_path / "absent.json")
+    assert caught.value.code == "mcp_config_invalid"
+    assert "Cannot read" in caught.value.message

@@ -1,0 +1,94 @@
+"""The session in a real IPython kernel: cells share it, and a kernel interrupt abandons only the wait."""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import wait_until
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager, start_new_kernel
+
+
+@pytest.fixture
+def kernel() -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        yield manager, client
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def run_cell(client: BlockingKernelClient, code: str, *, timeout: float = 60) -> list[dict]:
+    """Execute ``code``; return its iopub messages once the kernel is idle again."""
+    msg_id = client.execute(code)
+    return collect(client, msg_id, timeout=timeout)
+
+
+def collect(client: BlockingKernelClient, msg_id: str, *, timeout: float) -> list[dict]:
+    messages = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            message = client.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        messages.append(message)
+        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            return messages
+    raise AssertionError(f"cell did not finish within {timeout} s")
+
+
+def errors(messages: list[dict]) -> list[dict]:
+    return [m["content"] for m in messages if m["msg_type"] == "error"]
+
+
+def results(messages: list[dict]) -> list[str]:
+    return [m["content"]["data"]["text/plain"] for m in messages if m["msg_type"] == "execute_result"]
+
+
+def test_kernel_interrupt_during_a_slow_request_gives_mcp_interrupted_and_the_session_survives(
+    kernel: tuple[KernelManager, BlockingKernelClient], tmp_path: Path
+) -> None:
+    manager, client = kernel
+    marker = tmp_path / "sleeping"
+    opened = run_cell(
+        client,
+        "import sys, threading, time, pathlib\n"
+        "import purra_jupyter as pj\n"
+        "s = pj.connect(pj.ServerConfig('demo', command=sys.executable, args=['-m', 'purra_jupyter.demo']))\n"
+        "s.state",
+    )
+    assert not errors(opened) and results(opened) == ["'ready'"]
+
+    # The cell's watcher thread marks the moment the server has the request in flight.
+    msg_id = client.execute(
+        "def mark():\n"
+        "    while 'sleep: 30' not in s.stderr:\n"
+        "        time.sleep(0.01)\n"
+        f"    pathlib.Path({str(marker)!r}).touch()\n"
+        "threading.Thread(target=mark, daemon=True).start()\n"
+        "s._request(lambda client: client.call_tool('sleep', {'seconds': 30}), timeout=60)\n"
+    )
+    wait_until(marker.exists, timeout=30, what="the server to start sleeping")
+    interrupted_at = time.monotonic()
+    manager.interrupt_kernel()
+    messages = collect(client, msg_id, timeout=10)
+    elapsed = time.monotonic() - interrupted_at
+    [error] = errors(messages)
+    assert error["ename"] == "McpSessionError"
+    assert error["evalue"].startswith("mcp_interrupted")
+    assert error["traceback"] == [f"McpSessionError: {error['evalue']}"]  # one line, no traceback
+    assert elapsed < 1.0
+
+    after = run_cell(client, "s.state, s._request(lambda c: c.call_tool('echo', {'text': 'ok'})).structuredContent")
+    assert not errors(after)
+    assert results(after) == ["('ready', {'text': 'ok'})"]
+    closed = run_cell(client, "s.close(); s.state, pj.sessions()")
+    assert results(closed) == ["('closed', [])"]

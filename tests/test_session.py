@@ -1,0 +1,225 @@
+"""McpSession against real servers: the demo server (stdio and HTTP) and the raw fault server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import psutil
+import pytest
+from conftest import demo_config, raw_config, wait_until
+
+import purra_jupyter as pj
+
+PROTOCOLS = {"2025-11-25", "2025-06-18"}
+SECRET = "s3cr3t-header-value"
+
+
+def children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
+
+
+def test_stdio_session_opens_is_used_and_closed_from_separate_calls() -> None:
+    before = children()
+    session = pj.connect(demo_config())
+    assert session.state == "ready"
+    assert session.protocol_version in PROTOCOLS
+    assert session.server_info["name"] == "purra-jupyter-demo"
+    server_pids = children() - before
+    assert server_pids, "the demo server runs as a child process"
+
+    assert session.ping() >= 0
+    listing = session._request(lambda client: client.list_tools())
+    assert "echo" in {tool.name for tool in listing.tools}
+    assert pj.sessions() == [session]
+
+    session.close()
+    assert session.state == "closed"
+    assert pj.sessions() == []
+    wait_until(lambda: not (children() & server_pids), timeout=5, what="the server process to end")
+    with pytest.raises(pj.McpSessionError) as caught:
+        session.ping()
+    assert caught.value.code == "mcp_connection_closed"
+    session.close()  # idempotent
+    assert [row.event for row in session.log].count("close") == 1
+
+
+def test_http_session_opens_is_used_and_closed(demo_http_url: str) -> None:
+    session = pj.connect(pj.ServerConfig("web", url=demo_http_url, headers={"Authorization": SECRET}))
+    assert session.state == "ready"
+    assert session.transport == "http"
+    assert session.protocol_version in PROTOCOLS
+    result = session._request(lambda client: client.call_tool("echo", {"text": "hi"}))
+    assert result.structuredContent == {"text": "hi"}
+    session.close()
+    assert session.state == "closed"
+    for text in (repr(session), repr(session.log), str(session._repr_mimebundle_()), repr(session.config)):
+        assert SECRET not in text
+    with pytest.raises(pj.McpSessionError) as caught:
+        session.ping()
+    assert caught.value.code == "mcp_connection_closed"
+
+
+def test_with_block_closes_the_session() -> None:
+    with pj.connect(demo_config()) as session:
+        assert session.state == "ready"
+    assert session.state == "closed"
+    assert session.log.events("close")[-1].detail == "left the with block"
+
+
+def test_second_session_with_a_name_in_use_fails() -> None:
+    with pj.connect(demo_config("twice")):
+        with pytest.raises(pj.McpSessionError) as caught:
+            pj.connect(demo_config("twice"))
+        assert caught.value.code == "mcp_session_exists"
+        assert len(pj.sessions()) == 1
+
+
+def test_server_stderr_lines_are_kept_and_logged() -> None:
+    with pj.connect(demo_config()) as session:
+        wait_until(lambda: "demo server ready" in session.stderr, what="the server's stderr line")
+        assert any("demo server ready" in row.detail for row in session.log.events("stderr"))
+
+
+def test_list_changed_turns_the_session_stale_for_an_observer() -> None:
+    with pj.connect(demo_config()) as session:
+        seen: list[str] = []
+        session.observe(lambda change: seen.append(change["new"]), names="state")
+        session._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+        wait_until(lambda: "stale" in seen, what="state to turn stale")
+        assert session.state == "stale"
+        assert session.log.events("list_changed")
+
+
+def test_interrupt_while_waiting_gives_mcp_interrupted_and_the_session_stays_usable() -> None:
+    with pj.connect(demo_config()) as session:
+        sent_at: list[float] = []
+
+        def interrupt_when_the_server_sleeps() -> None:
+            wait_until(lambda: "sleep: 30" in session.stderr, what="the server to start sleeping")
+            sent_at.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGINT)
+
+        watcher = threading.Thread(target=interrupt_when_the_server_sleeps)
+        watcher.start()
+        with pytest.raises(pj.McpSessionError) as caught:
+            session._request(lambda client: client.call_tool("sleep", {"seconds": 30}), timeout=60)
+        raised_at = time.monotonic()
+        watcher.join()
+        assert caught.value.code == "mcp_interrupted"
+        assert raised_at - sent_at[0] < 1.0
+        assert session.state == "ready"
+        result = session._request(lambda client: client.call_tool("echo", {"text": "still here"}))
+        assert result.structuredContent == {"text": "still here"}
+
+
+@pytest.mark.parametrize(
+    ("config", "code", "words"),
+    [
+        (pj.ServerConfig("missing", command="/nonexistent/mcp-server"), "mcp_connect_failed", "Could not start"),
+        (raw_config("nocwd", cwd="/nonexistent/dir"), "mcp_connect_failed", "working directory"),
+        (raw_config("exits", "--fault", "exit-on-initialize"), "mcp_connect_failed", "refusing to initialize"),
+        (raw_config("old", "--protocol", "2024-11-05"), "mcp_protocol_unsupported", "2025-06-18"),
+        (pj.ServerConfig("refused", url="http://127.0.0.1:9/mcp"), "mcp_connect_failed", "ConnectError"),
+    ],
+)
+def test_connect_failures_have_codes_and_leave_nothing_open(config: pj.ServerConfig, code: str, words: str) -> None:
+    before = children()
+    with pytest.raises(pj.McpSessionError) as caught:
+        pj.connect(config)
+    assert caught.value.code == code
+    assert words in caught.value.message
+    assert pj.sessions() == []
+    wait_until(lambda: not (children() - before), timeout=10, what="no child process left")
+
+
+def test_a_server_that_never_answers_initialize_times_out_within_the_config_timeout() -> None:
+    started = time.monotonic()
+    with pytest.raises(pj.McpSessionError) as caught:
+        pj.connect(raw_config("mute", "--fault", "mute", timeout=1.0))
+    assert caught.value.code == "mcp_timeout"
+    assert time.monotonic() - started < 1.0 + 1.0 + 4.0  # timeout, start-up, and the SDK's bounded shutdown
+
+
+def test_a_non_json_line_fails_the_session_with_the_cause_in_the_log() -> None:
+    session = pj.connect(raw_config("garbage", "--fault", "garbage"))
+    try:
+        wait_until(lambda: session.state == "failed", what="the session to fail")
+        assert "not valid JSON-RPC" in session.cause
+        assert any("this line is not JSON-RPC" in row.detail for row in session.log.events("error"))
+        with pytest.raises(pj.McpSessionError) as caught:
+            session.ping()
+        assert caught.value.code == "mcp_connection_closed"
+        assert "not valid JSON-RPC" in caught.value.message
+    finally:
+        session.close()
+    assert session.state == "closed"
+
+
+def test_a_server_that_dies_fails_the_session_on_the_next_request() -> None:
+    with pj.connect(demo_config()) as session:
+        server = wait_until(lambda: [p for p in psutil.Process().children() if "purra_jupyter.demo" in p.cmdline()])
+        server[0].kill()
+        with pytest.raises(pj.McpSessionError) as caught:
+            session.ping()
+        assert caught.value.code == "mcp_connection_closed"
+        assert session.state == "failed"
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """Redirects every request to ``target`` (if set) and records the headers it received."""
+
+    seen: list[dict[str, str]]
+    target: str | None
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        type(self).seen.append(dict(self.headers))
+        if self.target:
+            self.send_response(307)
+            self.send_header("Location", self.target)
+        else:
+            self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_DELETE = do_POST  # noqa: N815
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _serve(target: str | None) -> tuple[ThreadingHTTPServer, type[_Recorder]]:
+    handler = type("Handler", (_Recorder,), {"seen": [], "target": target})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, handler
+
+
+def test_a_redirect_to_another_origin_never_carries_our_headers() -> None:
+    other, other_handler = _serve(None)
+    first, first_handler = _serve(f"http://127.0.0.1:{other.server_port}/mcp")
+    try:
+        config = pj.ServerConfig("redirect", url=f"http://127.0.0.1:{first.server_port}/mcp",
+                                 headers={"X-Api-Key": SECRET}, timeout=5)
+        with pytest.raises(pj.McpSessionError) as caught:
+            pj.connect(config)
+        assert caught.value.code == "mcp_connect_failed"
+        assert SECRET not in str(caught.value)
+        assert first_handler.seen and first_handler.seen[0].get("X-Api-Key") == SECRET
+        assert other_handler.seen == []
+    finally:
+        first.shutdown()
+        other.shutdown()
+
+
+def test_connect_refuses_bad_arguments() -> None:
+    with pytest.raises(pj.McpSessionError) as caught:
+        pj.connect(demo_config(), approval="sometimes")
+    assert caught.value.code == "mcp_config_invalid"
+    with pytest.raises(pj.McpSessionError) as caught:
+        pj.connect({"command": sys.executable})  # type: ignore[arg-type]
+    assert caught.value.code == "mcp_config_invalid"
