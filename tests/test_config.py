@@ -61,8 +61,13 @@ def test_invalid_config_raises_config_invalid_naming_the_field(kwargs: dict, wor
 
 @pytest.mark.parametrize(
     "url",
-    ["http://127.0.0.1:8000/mcp", "http://127.8.9.10/mcp", "http://[::1]:9/mcp", "http://localhost/mcp",
-     "https://example.org/mcp"],
+    [
+        "http://127.0.0.1:8000/mcp",
+        "http://127.8.9.10/mcp",
+        "http://[::1]:9/mcp",
+        "http://localhost/mcp",
+        "https://example.org/mcp",
+    ],
 )
 def test_http_is_allowed_for_loopback_and_https_anywhere(url: str) -> None:
     config = ServerConfig("remote", url=url)
@@ -113,10 +118,15 @@ def _write(tmp_path, document) -> str:
 
 
 def test_load_servers_reads_mcp_servers_format(tmp_path) -> None:
-    path = _write(tmp_path, {"mcpServers": {
-        "time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}, "disabled": False},
-        "remote": {"type": "http", "url": "https://example.org/mcp", "headers": {"Authorization": SECRET}},
-    }})
+    path = _write(
+        tmp_path,
+        {
+            "mcpServers": {
+                "time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}, "disabled": False},
+                "remote": {"type": "http", "url": "https://example.org/mcp", "headers": {"Authorization": SECRET}},
+            }
+        },
+    )
     servers = load_servers(path)
     assert set(servers) == {"time", "remote"}
     assert servers["time"].transport == "stdio" and servers["time"].args == ("mcp-server-time",)

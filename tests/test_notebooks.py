@@ -14,9 +14,16 @@ ROOT = Path(__file__).parent.parent
 def test_scripts_demo_execute_runs_the_quickstart(tmp_path: Path) -> None:
     target = tmp_path / "quickstart.executed.ipynb"
     run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "execute_notebook.py"), str(ROOT / "notebooks" / "quickstart.ipynb"),
-         str(target)],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "execute_notebook.py"),
+            str(ROOT / "notebooks" / "quickstart.ipynb"),
+            str(target),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
     )
     assert run.returncode == 0, run.stderr
     notebook = nbformat.read(target, as_version=4)

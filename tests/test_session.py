@@ -161,9 +161,12 @@ def test_a_non_json_line_fails_the_session_with_the_cause_in_the_log() -> None:
 
 
 def test_a_server_that_dies_fails_the_session_on_the_next_request() -> None:
+    before = children()
     with pj.connect(demo_config()) as session:
-        server = wait_until(lambda: [p for p in psutil.Process().children() if "purra_jupyter.demo" in p.cmdline()])
-        server[0].kill()
+        [pid] = children() - before
+        server = psutil.Process(pid)
+        server.kill()
+        server.wait(5)
         with pytest.raises(pj.McpSessionError) as caught:
             session.ping()
         assert caught.value.code == "mcp_connection_closed"
@@ -176,7 +179,7 @@ class _Recorder(BaseHTTPRequestHandler):
     seen: list[dict[str, str]]
     target: str | None
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         type(self).seen.append(dict(self.headers))
         if self.target:
             self.send_response(307)
@@ -186,7 +189,7 @@ class _Recorder(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    do_GET = do_DELETE = do_POST  # noqa: N815
+    do_GET = do_DELETE = do_POST
 
     def log_message(self, *args: object) -> None:
         pass
@@ -203,8 +206,9 @@ def test_a_redirect_to_another_origin_never_carries_our_headers() -> None:
     other, other_handler = _serve(None)
     first, first_handler = _serve(f"http://127.0.0.1:{other.server_port}/mcp")
     try:
-        config = pj.ServerConfig("redirect", url=f"http://127.0.0.1:{first.server_port}/mcp",
-                                 headers={"X-Api-Key": SECRET}, timeout=5)
+        config = pj.ServerConfig(
+            "redirect", url=f"http://127.0.0.1:{first.server_port}/mcp", headers={"X-Api-Key": SECRET}, timeout=5
+        )
         with pytest.raises(pj.McpSessionError) as caught:
             pj.connect(config)
         assert caught.value.code == "mcp_connect_failed"

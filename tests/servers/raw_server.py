@@ -34,11 +34,17 @@ def main() -> int:
             if options.fault == "exit-on-initialize":
                 print("raw server: refusing to initialize", file=sys.stderr, flush=True)
                 return 3
-            send({"jsonrpc": "2.0", "id": message["id"], "result": {
-                "protocolVersion": options.protocol,
-                "capabilities": {"tools": {"listChanged": True}},
-                "serverInfo": {"name": "raw-server", "version": "0.1"},
-            }})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "result": {
+                        "protocolVersion": options.protocol,
+                        "capabilities": {"tools": {"listChanged": True}},
+                        "serverInfo": {"name": "raw-server", "version": "0.1"},
+                    },
+                }
+            )
         elif method == "notifications/initialized" and options.fault == "garbage":
             sys.stdout.write("this line is not JSON-RPC\n")
             sys.stdout.flush()

@@ -1,0 +1,3 @@
+from purra_jupyter.demo.transports import main
+
+raise SystemExit(main())

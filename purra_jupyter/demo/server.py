@@ -1,0 +1,330 @@
+"""The demo MCP server's tool set, written against the low-level ``mcp.server.lowlevel.Server`` API.
+
+Every schema is hand-written. All tools except ``greet`` stay inside PurrA's ``purra.output-schema/v1``
+profile; ``greet`` deliberately uses ``default`` so hosts can show how a refused tool looks.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import sys
+from collections import Counter
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+
+from purra_jupyter.demo import corpus
+
+SERVER_NAME = "purra-jupyter-demo"
+SERVER_VERSION = "1.0.0"
+EXTRA_TOOL = "extra_tool"
+
+# A real 4x4 RGB PNG (checkerboard), kept as a constant so the server never touches the file system.
+TINY_PNG_BASE64 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAGElEQVR42mOQz9/yfykDhGSAs4AkA04ZAF6CFzHa091rAAAAAElFTkSuQmCC"
+)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+_NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties) if required is None else required,
+        "additionalProperties": False,
+    }
+
+
+def _annotations(title: str, *, idempotent: bool = True) -> types.ToolAnnotations:
+    return types.ToolAnnotations(
+        title=title, readOnlyHint=True, destructiveHint=False, idempotentHint=idempotent, openWorldHint=False
+    )
+
+
+def _tool(
+    name: str,
+    title: str,
+    description: str,
+    input_schema: dict[str, Any],
+    output_schema: dict[str, Any] | None = None,
+    *,
+    idempotent: bool = True,
+) -> types.Tool:
+    return types.Tool(
+        name=name,
+        title=title,
+        description=description,
+        inputSchema=input_schema,
+        outputSchema=output_schema,
+        annotations=_annotations(title, idempotent=idempotent),
+    )
+
+
+def _base_tools() -> list[types.Tool]:
+    return [
+        _tool(
+            "search_documents",
+            "Search documents",
+            "Search the built-in corpus of short notes about MCP, PurrA and Jupyter by term overlap.",
+            _object(
+                {
+                    "query": {"type": "string", "minLength": 1, "description": "Words to look for."},
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 10,
+                        "description": "Most hits to return.",
+                    },
+                }
+            ),
+            _object(
+                {
+                    "hits": {
+                        "type": "array",
+                        "maxItems": 10,
+                        "description": "Matching documents, best score first, ties by id.",
+                        "items": _object(
+                            {
+                                "id": {"type": "string", "description": "Document id."},
+                                "title": {"type": "string", "description": "Document title."},
+                                "score": {
+                                    "type": "number",
+                                    "minimum": 0,
+                                    "maximum": 1,
+                                    "description": "Term-overlap score rounded to 3 decimals.",
+                                },
+                            }
+                        ),
+                    },
+                }
+            ),
+        ),
+        _tool(
+            "get_document",
+            "Get document",
+            "Return one document of the built-in corpus by its id.",
+            _object({"id": {"type": "string", "minLength": 1, "description": "Document id, e.g. doc-1."}}),
+            _object(
+                {
+                    "id": {"type": "string", "description": "Document id."},
+                    "title": {"type": "string", "description": "Document title."},
+                    "body": {"type": "string", "description": "Document text."},
+                }
+            ),
+        ),
+        _tool(
+            "echo",
+            "Echo",
+            "Return the given text unchanged.",
+            _object({"text": {"type": "string", "description": "Text to echo back."}}),
+            _object({"text": {"type": "string", "description": "The same text."}}),
+        ),
+        _tool(
+            "add",
+            "Add",
+            "Add two numbers.",
+            _object(
+                {
+                    "a": {"type": "number", "description": "First addend."},
+                    "b": {"type": "number", "description": "Second addend."},
+                }
+            ),
+            _object({"sum": {"type": "number", "description": "a + b."}}),
+        ),
+        _tool(
+            "sleep",
+            "Sleep",
+            "Wait the given number of seconds, then report it; useful to try timeouts and interrupts.",
+            _object(
+                {
+                    "seconds": {"type": "number", "minimum": 0, "maximum": 60, "description": "Seconds to wait."},
+                }
+            ),
+            _object({"slept": {"type": "number", "description": "Seconds waited."}}),
+        ),
+        _tool(
+            "greet",
+            "Greet",
+            "Greet someone; its schema uses a default value, which the PurrA profile refuses.",
+            _object(
+                {
+                    "name": {"type": "string", "description": "Who to greet."},
+                    "punctuation": {"type": "string", "default": "!", "description": "Text after the name."},
+                },
+                required=["name"],
+            ),
+        ),
+        _tool(
+            "tiny_image",
+            "Tiny image",
+            "Return a 4x4 PNG image together with a short caption.",
+            dict(_NO_ARGUMENTS),
+        ),
+        _tool(
+            "fail",
+            "Fail",
+            "Always answer with a tool error whose text is the given message.",
+            _object({"message": {"type": "string", "description": "Error text to return."}}),
+        ),
+        _tool(
+            "toggle_extra_tool",
+            "Toggle extra tool",
+            "Add or remove the tool extra_tool from this server's listing and announce the change.",
+            dict(_NO_ARGUMENTS),
+            _object(
+                {
+                    "extra_tool_listed": {"type": "boolean", "description": "Whether extra_tool is now listed."},
+                }
+            ),
+            idempotent=False,
+        ),
+        _tool(
+            "call_counts",
+            "Call counts",
+            "Report how many tools/call requests this server process has finished, per tool name.",
+            dict(_NO_ARGUMENTS),
+            _object(
+                {
+                    "counts": {
+                        # The PurrA profile only allows a boolean additionalProperties, so the integer values
+                        # cannot be declared per key; the server always sends non-negative integers.
+                        "type": "object",
+                        "description": "Finished tools/call requests per tool name (non-negative integers).",
+                    },
+                }
+            ),
+        ),
+    ]
+
+
+def _extra_tool() -> types.Tool:
+    return _tool(EXTRA_TOOL, "Extra tool", "A tool toggle_extra_tool adds and removes.", dict(_NO_ARGUMENTS))
+
+
+BASE_TOOL_NAMES: tuple[str, ...] = tuple(tool.name for tool in _base_tools())
+
+
+def _text(text: str) -> list[types.ContentBlock]:
+    return [types.TextContent(type="text", text=text)]
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=_text(text), isError=True)
+
+
+class DemoServer(Server[dict[str, Any], Any]):
+    """A low-level MCP server that owns its per-process state and advertises ``tools.listChanged``."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            SERVER_NAME,
+            version=SERVER_VERSION,
+            instructions="Demo tools for purra-jupyter: search a tiny corpus, echo, add, sleep and more.",
+        )
+        self.extra_tool_listed = False
+        self.call_counts: Counter[str] = Counter()
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        # StreamableHTTPSessionManager calls this without arguments; announce list_changed support anyway.
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities
+        )
+
+    def listed_tools(self) -> list[types.Tool]:
+        tools = _base_tools()
+        if self.extra_tool_listed:
+            tools.append(_extra_tool())
+        return tools
+
+
+def build_server() -> DemoServer:
+    """Build a fresh demo server; each instance has its own extra-tool flag and call counters."""
+    server = DemoServer()
+
+    @server.list_tools()
+    async def list_tools() -> list[types.Tool]:
+        return server.listed_tools()
+
+    @server.call_tool()
+    async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
+        match name:
+            case "search_documents":
+                hits = corpus.search(arguments["query"], arguments["limit"])
+                lines = [f"{hit['id']}\t{hit['score']:.3f}\t{hit['title']}" for hit in hits]
+                return _text("\n".join(lines) if lines else "no documents matched"), {"hits": hits}
+            case "get_document":
+                document = corpus.get_document(arguments["id"])
+                if document is None:
+                    return _error(f"unknown document id: {arguments['id']}")
+                structured = {"id": document.id, "title": document.title, "body": document.body}
+                return _text(f"{document.title}\n\n{document.body}"), structured
+            case "echo":
+                return _text(arguments["text"]), {"text": arguments["text"]}
+            case "add":
+                total = arguments["a"] + arguments["b"]
+                if not math.isfinite(total):
+                    return _error("the sum is not a finite number")
+                return _text(str(total)), {"sum": total}
+            case "sleep":
+                seconds = arguments["seconds"]
+                # One stderr line per sleep: lets a person (and the interrupt tests) see the call in flight.
+                print(f"sleep: {seconds:g} s", file=sys.stderr, flush=True)
+                await anyio.sleep(seconds)
+                return _text(f"slept {seconds} s"), {"slept": seconds}
+            case "greet":
+                return _text(f"Hello, {arguments['name']}{arguments.get('punctuation', '!')}")
+            case "tiny_image":
+                return [
+                    types.TextContent(type="text", text="a 4x4 checkerboard PNG"),
+                    types.ImageContent(type="image", data=TINY_PNG_BASE64, mimeType="image/png"),
+                ]
+            case "fail":
+                return _error(arguments["message"])
+            case "toggle_extra_tool":
+                server.extra_tool_listed = not server.extra_tool_listed
+                context = server.request_context
+                # related_request_id routes the notification onto this call's own response stream.
+                # Over Streamable HTTP an unrelated notification goes to the standalone GET stream instead,
+                # and is silently dropped if the client has not opened that stream yet.
+                await context.session.send_notification(
+                    types.ServerNotification(types.ToolListChangedNotification()),
+                    related_request_id=context.request_id,
+                )
+                listed = server.extra_tool_listed
+                return _text(f"extra_tool {'listed' if listed else 'removed'}"), {"extra_tool_listed": listed}
+            case "call_counts":
+                counts = dict(sorted(server.call_counts.items()))
+                text = "\n".join(f"{tool}\t{count}" for tool, count in counts.items()) or "no calls yet"
+                return _text(text), {"counts": counts}
+            case "extra_tool" if server.extra_tool_listed:
+                return _text("extra")
+            case _:
+                return _error(f"unknown tool: {name}")
+
+    # Count every finished tools/call request (answered, refused by input validation, failed or cancelled).
+    # The count is taken after the handler returns, so call_counts never includes the call reporting it.
+    handle_call = server.request_handlers[types.CallToolRequest]
+
+    async def counted_call(request: types.CallToolRequest) -> types.ServerResult:
+        try:
+            return await handle_call(request)
+        finally:
+            server.call_counts[request.params.name] += 1
+
+    server.request_handlers[types.CallToolRequest] = counted_call
+    return server
+
+
+def tiny_png() -> bytes:
+    """The decoded bytes of the image ``tiny_image`` returns."""
+    return base64.b64decode(TINY_PNG_BASE64)
