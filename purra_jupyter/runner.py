@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
@@ -136,12 +137,10 @@ class HostedContext(Generic[T]):
                 portal().call(self._stop.set)
             except RuntimeError:  # loop already stopped
                 return
-        try:
+        # A transport that fails while closing, or a close cut short by an interrupt (which cancels the
+        # task and so kills a stdio child), is closed all the same.
+        with contextlib.suppress(Exception):
             wait(task)
-        except McpSessionError:
-            raise
-        except Exception:
-            pass
 
     async def _own(self) -> None:
         self._stop = anyio.Event()

@@ -172,6 +172,8 @@ class McpSession(HasTraits):
         self._client: ClientSession | None = None
         self._stderr: StderrTail | None = None
         self._cause = ""
+        self._closing = False
+        self._in_flight: set[anyio.CancelScope] = set()
         self._close_lock = threading.Lock()
         self._host: runner.HostedContext[tuple[ClientSession, Any]] = runner.HostedContext(self._connection, self._lost)
 
@@ -238,7 +240,12 @@ class McpSession(HasTraits):
                 read, write, _ = await stack.enter_async_context(
                     streamable_http_client(config.url or "", http_client=http)
                 )
-            client = await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
+            # A relay between transport and ClientSession notices the moment the server's stream ends.
+            relay_send, relayed = anyio.create_memory_object_stream[Any](0)
+            relays = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(relays.cancel_scope.cancel)  # leave the relay before the transport closes
+            relays.start_soon(self._relay, read, relay_send)
+            client = await stack.enter_async_context(ClientSession(relayed, write, message_handler=self._on_message))
             with anyio.fail_after(config.timeout):
                 result = await client.initialize()
             self.monitor.accept_protocol_version(result.protocolVersion)
@@ -252,8 +259,7 @@ class McpSession(HasTraits):
         if isinstance(message, Exception):
             detail = f"the server sent a message that is not valid JSON-RPC: {message}"
             self.log.add(EVENT_ERROR, detail)
-            if self.state in (READY, STALE):
-                self._fail(f"{detail}; purra-mcp's monitor closed the session")
+            self._fail(f"{detail}; purra-mcp's monitor closed the session")
         elif isinstance(message, types.ServerNotification) and isinstance(
             message.root, types.ToolListChangedNotification
         ):
@@ -261,21 +267,33 @@ class McpSession(HasTraits):
             if self.state == READY:
                 self.state = STALE
 
+    async def _relay(self, source: Any, sink: Any) -> None:
+        async with sink:
+            async for item in source:
+                await sink.send(item)
+        self._fail("the server closed the connection")
+
     def _lost(self, error: BaseException | None) -> None:
         reason = f"{error.__class__.__name__}: {error}" if error is not None else "the transport ended"
         self._fail(f"connection lost ({reason})")
 
-    def _fail(self, cause: str) -> None:
+    def _fail(self, cause: str, *, on_loop: bool = True) -> None:
+        """Mark the session failed; on the loop thread, also end the requests waiting on it."""
+        if self.state not in (READY, STALE) or self._closing:
+            return
         self._cause = cause
         self.log.add(EVENT_ERROR, cause)
-        if self.state not in (CLOSED, FAILED):
-            self.state = FAILED
+        self.state = FAILED
+        if on_loop:
+            for scope in tuple(self._in_flight):
+                scope.cancel()
 
     def close(self, cause: str = "closed by user") -> None:
         """End the session and its server process. Idempotent."""
         with self._close_lock:
             if self.state == CLOSED:
                 return
+            self._closing = True
             self.monitor.close()
             try:
                 self._host.close()
@@ -312,8 +330,14 @@ class McpSession(HasTraits):
         limit = timeout if timeout is not None else self.config.timeout
 
         async def bounded() -> T:
-            with anyio.fail_after(limit):
-                return await func(client)
+            with anyio.fail_after(limit), anyio.CancelScope() as scope:
+                if self.state != FAILED:
+                    self._in_flight.add(scope)
+                    try:
+                        return await func(client)
+                    finally:
+                        self._in_flight.discard(scope)
+            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' failed: {self._cause}.")
 
         with self._translate_errors():
             return runner.run(bounded)
@@ -333,7 +357,7 @@ class McpSession(HasTraits):
         except Exception as exc:
             error = _translate(exc, self, connecting=connecting)
             if error.code == CONNECTION_CLOSED and not connecting:
-                self._fail(error.message)
+                self._fail(error.message, on_loop=False)
             raise error from exc
 
     # --- display ---------------------------------------------------------------------------
@@ -390,6 +414,10 @@ def _translate(exc: BaseException, session: McpSession, *, connecting: bool) -> 
                 )
             return McpSessionError(CONNECTION_CLOSED, f"Server '{name}' closed the connection.{hint}")
         return McpSessionError(PROTOCOL_ERROR, f"Server '{name}' answered with error {code}: {exc.error.message[:200]}")
+    if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
+        # The transport's streams are gone: the server exited or the connection dropped.
+        code = CONNECT_FAILED if connecting else CONNECTION_CLOSED
+        return McpSessionError(code, f"Server '{name}' closed the connection.{hint}")
     if isinstance(exc, httpx.HTTPError):
         detail = (
             f"{exc.__class__.__name__} for {redact_url(str(exc.request.url))}"

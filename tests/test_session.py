@@ -25,7 +25,7 @@ def children() -> set[int]:
 
 def test_stdio_session_opens_is_used_and_closed_from_separate_calls() -> None:
     before = children()
-    session = pj.connect(demo_config())
+    session = pj.connect(demo_config(env={"DEMO_TOKEN": SECRET}))
     assert session.state == "ready"
     assert session.protocol_version in PROTOCOLS
     assert session.server_info["name"] == "purra-jupyter-demo"
@@ -40,6 +40,8 @@ def test_stdio_session_opens_is_used_and_closed_from_separate_calls() -> None:
     session.close()
     assert session.state == "closed"
     assert pj.sessions() == []
+    for text in (repr(session), repr(session.log), str(session._repr_mimebundle_()), repr(session.config)):
+        assert SECRET not in text
     wait_until(lambda: not (children() & server_pids), timeout=5, what="the server process to end")
     with pytest.raises(pj.McpSessionError) as caught:
         session.ping()
@@ -160,16 +162,38 @@ def test_a_non_json_line_fails_the_session_with_the_cause_in_the_log() -> None:
     assert session.state == "closed"
 
 
-def test_a_server_that_dies_fails_the_session_on_the_next_request() -> None:
+def test_a_server_that_dies_fails_the_session_by_itself_with_the_cause() -> None:
     before = children()
     with pj.connect(demo_config()) as session:
         [pid] = children() - before
         server = psutil.Process(pid)
         server.kill()
         server.wait(5)
+        wait_until(lambda: session.state == "failed", what="the session to notice the server is gone")
+        assert "closed the connection" in session.cause
         with pytest.raises(pj.McpSessionError) as caught:
             session.ping()
         assert caught.value.code == "mcp_connection_closed"
+    assert session.state == "closed"
+
+
+def test_a_request_in_flight_ends_when_the_server_dies() -> None:
+    before = children()
+    with pj.connect(demo_config()) as session:
+        [pid] = children() - before
+
+        def kill_when_the_server_sleeps() -> None:
+            wait_until(lambda: "sleep: 30" in session.stderr, what="the server to start sleeping")
+            psutil.Process(pid).kill()
+
+        killer = threading.Thread(target=kill_when_the_server_sleeps)
+        killer.start()
+        started = time.monotonic()
+        with pytest.raises(pj.McpSessionError) as caught:
+            session._request(lambda client: client.call_tool("sleep", {"seconds": 30}), timeout=60)
+        killer.join()
+        assert caught.value.code == "mcp_connection_closed"
+        assert time.monotonic() - started < 10
         assert session.state == "failed"
 
 
