@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import queue
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import purra_jupyter as pj
+from purra_jupyter.demo import LISTENING_PREFIX
 
 SERVERS = Path(__file__).parent / "servers"
-LISTENING = "purra-jupyter demo server listening on "
 
 
 def wait_until(condition: Callable[[], object], *, timeout: float = 10.0, what: str = "condition") -> object:
@@ -35,34 +40,78 @@ def raw_config(name: str, *args: str, **kwargs: object) -> pj.ServerConfig:
     return pj.ServerConfig(name, command=sys.executable, args=[str(SERVERS / "raw_server.py"), *args], **kwargs)
 
 
-def start_demo_http() -> tuple[subprocess.Popen[str], str]:
-    """Start the demo server on an ephemeral loopback port; returns the process and its /mcp URL."""
+@dataclass
+class DemoHttpServer:
+    """The demo server as a process on an ephemeral loopback port; its stderr is pumped into a queue."""
+
+    process: subprocess.Popen[str]
+    url: str
+    stderr_lines: queue.Queue[str | None]
+
+    def stderr_rest(self, timeout: float = 20.0) -> str:
+        """Everything it writes to stderr until it exits (within ``timeout`` seconds per line)."""
+        lines = []
+        while True:
+            try:
+                line = self.stderr_lines.get(timeout=timeout)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            lines.append(line)
+        return "".join(lines)
+
+
+def _pump(stream: Any, sink: queue.Queue[str | None]) -> None:
+    for line in stream:
+        sink.put(line)
+    sink.put(None)
+
+
+@contextmanager
+def demo_http(timeout: float = 30.0) -> Iterator[DemoHttpServer]:
     process = subprocess.Popen(
         [sys.executable, "-m", "purra_jupyter.demo", "--http", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert process.stderr is not None
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if line.startswith(LISTENING):
-            return process, line[len(LISTENING) :].strip()
-        if not line and process.poll() is not None:
-            break
-    process.kill()
-    raise AssertionError("the demo HTTP server did not report its URL")
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_pump, args=(process.stderr, lines), daemon=True).start()
+    try:
+        deadline = time.monotonic() + timeout
+        url = None
+        while url is None:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail("the HTTP demo server did not report its URL in time")
+            if line is None:
+                pytest.fail(f"the HTTP demo server exited early with code {process.wait(timeout)}")
+            if line.startswith(LISTENING_PREFIX):
+                url = line[len(LISTENING_PREFIX) :].strip()
+        yield DemoHttpServer(process, url, lines)
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=timeout)
+
+
+@pytest.fixture
+def demo_http_server() -> Iterator[DemoHttpServer]:
+    with demo_http() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def demo_http_url() -> Iterator[str]:
-    process, url = start_demo_http()
-    try:
-        yield url
-    finally:
-        process.terminate()
-        process.wait(10)
+    with demo_http() as server:
+        yield server.url
 
 
 @pytest.fixture(autouse=True)

@@ -5,15 +5,11 @@ from __future__ import annotations
 import base64
 import json
 import os
-import queue
 import signal
 import struct
 import subprocess
 import sys
-import threading
-import time
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,12 +19,13 @@ import httpx
 import jsonschema
 import purra_mcp
 import pytest
+from conftest import DemoHttpServer
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from purra.contracts import ToolPolicy
 
-from purra_jupyter.demo import LISTENING_PREFIX, READY_STDIO, main
+from purra_jupyter.demo import READY_STDIO, main
 from purra_jupyter.demo.transports import parse_http_address
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -248,70 +245,6 @@ def test_stdio_server_tools_and_purra_compatibility(tmp_path: Path) -> None:
 # -------------------------------------------------------------------------------------- Streamable HTTP
 
 
-@dataclass
-class HttpServer:
-    process: subprocess.Popen[str]
-    url: str
-    stderr_lines: queue.Queue[str | None]
-
-    def stderr_rest(self) -> str:
-        lines = []
-        while True:
-            try:
-                line = self.stderr_lines.get(timeout=DEADLINE)
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            lines.append(line)
-        return "".join(lines)
-
-
-def _pump(stream: Any, sink: queue.Queue[str | None]) -> None:
-    for line in stream:
-        sink.put(line)
-    sink.put(None)
-
-
-@pytest.fixture
-def http_server() -> Iterator[HttpServer]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "purra_jupyter.demo", "--http", "127.0.0.1:0"],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
-    threading.Thread(target=_pump, args=(process.stderr, lines), daemon=True).start()
-    try:
-        deadline = time.monotonic() + DEADLINE
-        url = None
-        while url is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                pytest.fail("the HTTP demo server did not report its URL in time")
-            try:
-                line = lines.get(timeout=remaining)
-            except queue.Empty:
-                continue
-            if line is None:
-                pytest.fail(f"the HTTP demo server exited early with code {process.wait(DEADLINE)}")
-            if line.startswith(LISTENING_PREFIX):
-                url = line[len(LISTENING_PREFIX) :].strip()
-        yield HttpServer(process, url, lines)
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=DEADLINE)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=DEADLINE)
-
-
 async def _http_scenario(url: str) -> None:
     recorder = Recorder()
     async with (
@@ -346,7 +279,8 @@ async def _http_scenario(url: str) -> None:
         assert foreign.status_code == 421
 
 
-def test_streamable_http_server(http_server: HttpServer) -> None:
+def test_streamable_http_server(demo_http_server: DemoHttpServer) -> None:
+    http_server = demo_http_server
     assert http_server.url.startswith("http://127.0.0.1:") and http_server.url.endswith("/mcp")
     anyio.run(_http_scenario, http_server.url)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -251,3 +252,19 @@ def test_connect_refuses_bad_arguments() -> None:
     with pytest.raises(pj.McpSessionError) as caught:
         pj.connect({"command": sys.executable})  # type: ignore[arg-type]
     assert caught.value.code == "mcp_config_invalid"
+
+
+def test_interpreter_exit_closes_open_sessions_and_their_servers() -> None:
+    # atexit runs handlers last-in first-out: this report runs after the kit's own exit handler.
+    script = (
+        "import atexit, sys, psutil\n"
+        "atexit.register(lambda: print(s.state, '|', s.cause, flush=True))\n"
+        "import purra_jupyter as pj\n"
+        "s = pj.connect(pj.ServerConfig('demo', command=sys.executable, args=['-m', 'purra_jupyter.demo']))\n"
+        "print([p.pid for p in psutil.Process().children()][0], flush=True)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    pid_line, report = run.stdout.splitlines()
+    assert report == "closed | interpreter exit"
+    wait_until(lambda: not psutil.pid_exists(int(pid_line)), timeout=5, what="the server to end with the interpreter")
