@@ -213,7 +213,7 @@ class McpSession(HasTraits):
         self.server_info = result.serverInfo.model_dump(mode="json", exclude_none=True)
         self.capabilities = result.capabilities.model_dump(mode="json", exclude_none=True)
         self.log.add(EVENT_INITIALIZE, f"protocol {self.protocol_version}, server {self._server_label()}")
-        self.state = READY
+        self._set_state(READY)
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[tuple[ClientSession, Any]]:
@@ -265,7 +265,14 @@ class McpSession(HasTraits):
         ):
             self.log.add(EVENT_LIST_CHANGED, f"catalog revision {self.monitor.revision}")
             if self.state == READY:
-                self.state = STALE
+                self._set_state(STALE)
+
+    def _set_state(self, state: str) -> None:
+        """Set ``state``; an observer that raises is logged, never allowed to break the transport."""
+        try:
+            self.state = state
+        except Exception as exc:
+            self.log.add(EVENT_ERROR, f"a state observer raised {exc.__class__.__name__}: {exc}")
 
     async def _relay(self, source: Any, sink: Any) -> None:
         async with sink:
@@ -283,7 +290,7 @@ class McpSession(HasTraits):
             return
         self._cause = cause
         self.log.add(EVENT_ERROR, cause)
-        self.state = FAILED
+        self._set_state(FAILED)
         if on_loop:
             for scope in tuple(self._in_flight):
                 scope.cancel()
@@ -305,7 +312,7 @@ class McpSession(HasTraits):
             self._stderr.join()
         self._cause = self._cause or cause if state == FAILED else cause
         self.log.add(EVENT_CLOSE, cause)
-        self.state = state
+        self._set_state(state)
         registry.remove(self)
 
     def __enter__(self) -> McpSession:

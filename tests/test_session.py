@@ -268,3 +268,16 @@ def test_interpreter_exit_closes_open_sessions_and_their_servers() -> None:
     pid_line, report = run.stdout.splitlines()
     assert report == "closed | interpreter exit"
     wait_until(lambda: not psutil.pid_exists(int(pid_line)), timeout=5, what="the server to end with the interpreter")
+
+
+def test_an_observer_that_raises_is_logged_and_the_session_keeps_working() -> None:
+    with pj.connect(demo_config()) as session:
+
+        def broken(change: dict) -> None:
+            raise ValueError("observer bug")
+
+        session.observe(broken, names="state")
+        session._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+        wait_until(lambda: session.state == "stale", what="state to turn stale")
+        assert any("observer bug" in row.detail for row in session.log.events("error"))
+        assert session.ping() >= 0
