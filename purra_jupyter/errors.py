@@ -14,6 +14,7 @@ class McpSessionError(Exception):
     """Raised when a session cannot be configured, opened, used or closed as asked; ``.code`` is stable."""
 
     def __init__(self, code: str, message: str) -> None:
+        message = " ".join(message.split())  # one line, whatever a server's text held
         super().__init__(code, message)
         self.code = code
         self.message = message

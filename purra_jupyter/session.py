@@ -8,7 +8,9 @@ tools), ``closed`` or ``failed`` (the log says why).
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import threading
 import time
 from collections import deque
@@ -54,7 +56,9 @@ from .wire import (
 if TYPE_CHECKING:
     import httpx
     from mcp import ClientSession
-    from purra_mcp import McpCatalogMonitor
+    from purra_mcp import McpCatalogMonitor, McpToolBinding, McpToolCatalog, McpToolLimits
+
+    from .catalog import Catalog
 
 T = TypeVar("T")
 
@@ -158,18 +162,22 @@ class McpSession(HasTraits):
 
     state = Enum(STATES, default_value=CONNECTING, help="ready | stale | closed | failed")
 
-    def __init__(self, config: ServerConfig, *, approval: str = "prompt") -> None:
+    def __init__(self, config: ServerConfig, *, approval: str = "prompt", limits: McpToolLimits | None = None) -> None:
         super().__init__()
-        from purra_mcp import McpCatalogMonitor
+        from purra_mcp import McpCatalogMonitor, McpToolLimits
 
         self.config = config
         self.approval = approval
+        self.limits = limits or McpToolLimits(timeout_ms=round(config.timeout * 1000))
         self.log = SessionLog()
         self.monitor: McpCatalogMonitor = McpCatalogMonitor()
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
         self._client: ClientSession | None = None
+        self._catalog: Catalog | None = None
+        self._bindings: dict[str, McpToolBinding] = {}
+        self._purra_catalog: McpToolCatalog | None = None
         self._stderr: StderrTail | None = None
         self._cause = ""
         self._closing = False
@@ -213,7 +221,6 @@ class McpSession(HasTraits):
         self.server_info = result.serverInfo.model_dump(mode="json", exclude_none=True)
         self.capabilities = result.capabilities.model_dump(mode="json", exclude_none=True)
         self.log.add(EVENT_INITIALIZE, f"protocol {self.protocol_version}, server {self._server_label()}")
-        self._set_state(READY)
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[tuple[ClientSession, Any]]:
@@ -257,7 +264,7 @@ class McpSession(HasTraits):
 
         await self.monitor.on_message(message)
         if isinstance(message, Exception):
-            detail = f"the server sent a message that is not valid JSON-RPC: {message}"
+            detail = "the server sent a message that is not valid JSON-RPC: " + " ".join(str(message).split())
             self.log.add(EVENT_ERROR, detail)
             self._fail(f"{detail}; purra-mcp's monitor closed the session")
         elif isinstance(message, types.ServerNotification) and isinstance(
@@ -266,6 +273,16 @@ class McpSession(HasTraits):
             self.log.add(EVENT_LIST_CHANGED, f"catalog revision {self.monitor.revision}")
             if self.state == READY:
                 self._set_state(STALE)
+
+    def _mark_current(self, revision: int) -> None:
+        """``ready`` if no ``tools/list_changed`` came since ``revision`` was listed, else ``stale``.
+        Runs on the loop, where notifications are handled, so none can slip in between."""
+
+        def mark() -> None:
+            if self.state in (CONNECTING, READY, STALE):
+                self._set_state(READY if self.monitor.revision == revision else STALE)
+
+        runner.portal().call(mark)
 
     def _set_state(self, state: str) -> None:
         """Set ``state``; an observer that raises is logged, never allowed to break the transport."""
@@ -285,12 +302,14 @@ class McpSession(HasTraits):
         self._fail(f"connection lost ({reason})")
 
     def _fail(self, cause: str, *, on_loop: bool = True) -> None:
-        """Mark the session failed; on the loop thread, also end the requests waiting on it."""
-        if self.state not in (READY, STALE) or self._closing:
+        """Mark the session failed (while connecting, ``connect`` fails with the cause instead); on the
+        loop thread, also end the requests waiting on it."""
+        if self.state in (CLOSED, FAILED) or self._closing or self._cause:
             return
         self._cause = cause
         self.log.add(EVENT_ERROR, cause)
-        self._set_state(FAILED)
+        if self.state != CONNECTING:
+            self._set_state(FAILED)
         if on_loop:
             for scope in tuple(self._in_flight):
                 scope.cancel()
@@ -338,19 +357,19 @@ class McpSession(HasTraits):
 
         async def bounded() -> T:
             with anyio.fail_after(limit), anyio.CancelScope() as scope:
-                if self.state != FAILED:
+                if not self._cause:
                     self._in_flight.add(scope)
                     try:
                         return await func(client)
                     finally:
                         self._in_flight.discard(scope)
-            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' failed: {self._cause}.")
+            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' lost its connection: {self._cause}.")
 
         with self._translate_errors():
             return runner.run(bounded)
 
     def _check_usable(self) -> None:
-        if self.state in (CLOSED, FAILED, CONNECTING):
+        if self.state in (CLOSED, FAILED):
             how = f"Open a new one with pj.connect() ({self._cause})." if self._cause else "Open a new one."
             raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' is {self.state}. {how}")
 
@@ -366,6 +385,54 @@ class McpSession(HasTraits):
             if error.code == CONNECTION_CLOSED and not connecting:
                 self._fail(error.message, on_loop=False)
             raise error from exc
+
+    # --- catalog and bindings (catalog.py does the work) ------------------------------------
+
+    @property
+    def catalog(self) -> Catalog:
+        """Every tool the server listed, with verdicts; as of the last listing (see ``state``)."""
+        assert self._catalog is not None
+        return self._catalog
+
+    @property
+    def bindings(self) -> dict[str, Any] | None:
+        """purra-mcp's snapshot of the read bindings (``schemaVersion, serverId, protocolVersion,
+        revisionDigest, entries``); ``None`` until a tool is bound."""
+        return self._purra_catalog.snapshot.to_mapping() if self._purra_catalog is not None else None
+
+    def refresh(self) -> Catalog:
+        """List the tools again (after ``tools/list_changed``); bindings that no longer hold are dropped."""
+        from . import catalog
+
+        return catalog.refresh(self)
+
+    def bind(
+        self,
+        tool: str,
+        local_name: str | None = None,
+        title: str | None = None,
+        scope_validator: Callable[..., Any] | None = None,
+        concurrency_safe: bool = False,
+    ) -> dict[str, Any]:
+        """Bind ``tool`` as a PurrA read tool (through purra-mcp, with every current binding).
+
+        ``scope_validator(state, arguments, signal)`` (sync or async) returns a non-empty string to deny
+        a call. Returns the binding's snapshot entry."""
+        from . import catalog
+
+        return catalog.bind(
+            self,
+            tool,
+            local_name=local_name,
+            title=title,
+            scope_validator=scope_validator,
+            concurrency_safe=concurrency_safe,
+        )
+
+    def unbind(self, local_name: str) -> None:
+        from . import catalog
+
+        catalog.unbind(self, local_name)
 
     # --- display ---------------------------------------------------------------------------
 
@@ -400,13 +467,8 @@ def _translate(exc: BaseException, session: McpSession, *, connecting: bool) -> 
     name = session.name
     hint = _stderr_hint(session)
     if isinstance(exc, McpAdapterError):
-        if exc.code == "mcp_protocol_unsupported":
-            return McpSessionError(
-                exc.code,
-                f"Server '{name}' negotiated a protocol version PurrA does not accept; "
-                "PurrA accepts 2025-06-18 and 2025-11-25.",
-            )
-        return McpSessionError(exc.code, f"purra-mcp refused the operation on '{name}' ({exc.code}).")
+        what = _ADAPTER_MESSAGES.get(exc.code, "purra-mcp refused the operation")
+        return McpSessionError(exc.code, f"Server '{name}': {what}.{hint if exc.code == TIMEOUT else ''}")
     if isinstance(exc, TimeoutError):
         what = "answer initialize" if connecting else "answer"
         return McpSessionError(TIMEOUT, f"Server '{name}' did not {what} within {session.config.timeout:g} s.{hint}")
@@ -443,6 +505,29 @@ def _translate(exc: BaseException, session: McpSession, *, connecting: bool) -> 
         )
     code = CONNECT_FAILED if connecting else TRANSPORT_ERROR
     return McpSessionError(code, f"Server '{name}': {exc.__class__.__name__}: {str(exc)[:200]}{hint}")
+
+
+# purra-mcp's codes carry no message (remote text is never attached); these say what each means.
+_ADAPTER_MESSAGES = {
+    "mcp_protocol_unsupported": "negotiated a protocol version PurrA does not accept (it accepts 2025-06-18 "
+    "and 2025-11-25)",
+    "mcp_catalog_limit_exceeded": "the tool catalog exceeds PurrA's limits (pages, tool count, catalog, "
+    "schema or description bytes)",
+    "mcp_pagination_invalid": "tools/list returned an invalid cursor (empty, over 512 bytes, or repeated)",
+    "mcp_name_conflict": "two tools (or two bindings) share a name",
+    "mcp_catalog_invalid": "the tool listing is not valid JSON that PurrA can measure",
+    "mcp_tools_unavailable": "the server does not advertise the tools capability",
+    "mcp_schema_unsupported": "a tool's schema is outside PurrA's purra.output-schema/v1 profile",
+    "mcp_tool_unsupported": "the tool requires task-augmented execution, which PurrA does not use",
+    "mcp_binding_missing": "a bound tool is no longer listed",
+    "mcp_binding_invalid": "a binding is invalid (local name, title or scope validator)",
+    "mcp_catalog_stale": "its tools changed since they were listed; call refresh()",
+    "mcp_connection_closed": "the session is closed",
+    "mcp_not_initialized": "the session is not initialized",
+    TIMEOUT: "did not answer within the time limit",
+    PROTOCOL_ERROR: "answered with a protocol error",
+    TRANSPORT_ERROR: "the transport failed",
+}
 
 
 def _has_request(exc: Exception) -> bool:
@@ -530,19 +615,44 @@ registry = SessionRegistry()
 runner.on_stop(lambda: registry.close_all("interpreter exit"))
 
 
-def connect(config: ServerConfig, *, approval: str = "prompt") -> McpSession:
-    """Open a monitored session: start or reach the server, initialize, check the protocol.
+def connect(
+    config: ServerConfig,
+    *,
+    approval: str = "prompt",
+    limits: McpToolLimits | None = None,
+    expect_digest: str | None = None,
+) -> McpSession:
+    """Open a monitored session: start or reach the server, initialize, check the protocol, list the
+    tools with their verdicts.
 
     ``approval`` is the policy for tool calls: ``prompt`` (default), ``auto`` (every call of this
-    session is approved; logged) or ``deny``.
+    session is approved; logged) or ``deny``. ``limits`` (purra-mcp's ``McpToolLimits``) may be lower
+    than PurrA's defaults; its ``timeout_ms`` defaults to the config's timeout. ``expect_digest`` pins
+    the catalog: connecting fails with ``mcp_digest_mismatch`` if the server's tools changed.
     """
     if not isinstance(config, ServerConfig):
         raise McpSessionError(CONFIG_INVALID, "connect() takes a ServerConfig (see pj.ServerConfig, pj.load_servers).")
     if approval not in APPROVAL_POLICIES:
         raise McpSessionError(CONFIG_INVALID, f"approval must be one of {', '.join(APPROVAL_POLICIES)}.")
-    session = McpSession(config, approval=approval)
+    from purra_mcp import McpToolLimits
+
+    if limits is not None and not isinstance(limits, McpToolLimits):
+        raise McpSessionError(CONFIG_INVALID, "limits must be a purra_mcp.McpToolLimits.")
+    if expect_digest is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", str(expect_digest)):
+        raise McpSessionError(CONFIG_INVALID, "expect_digest must be a 64-digit hex digest (Catalog.digest).")
+    session = McpSession(config, approval=approval, limits=limits)
     registry.add(session)
     session._open()
+    from .catalog import build_catalog, check_digest
+
+    try:
+        catalog = session._request(lambda client: build_catalog(session, client), timeout=math.inf)
+        check_digest(catalog, expect_digest)
+    except BaseException as exc:
+        session.close(f"connect failed: {exc}")
+        raise
+    session._catalog = catalog
+    session._mark_current(catalog.revision)
     return session
 
 

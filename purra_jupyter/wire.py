@@ -14,7 +14,12 @@ INTERRUPTED = "mcp_interrupted"
 SESSION_EXISTS = "mcp_session_exists"
 SESSION_UNKNOWN = "mcp_session_unknown"
 
+DIGEST_MISMATCH = "mcp_digest_mismatch"
+
 # Error codes shared with purra-mcp.
+BINDING_INVALID = "mcp_binding_invalid"
+BINDING_MISSING = "mcp_binding_missing"
+CATALOG_STALE = "mcp_catalog_stale"
 CONNECTION_CLOSED = "mcp_connection_closed"
 PROTOCOL_ERROR = "mcp_protocol_error"
 TIMEOUT = "mcp_timeout"
@@ -34,7 +39,9 @@ APPROVAL_POLICIES = ("prompt", "auto", "deny")
 # Session log event kinds.
 EVENT_CONNECT = "connect"
 EVENT_INITIALIZE = "initialize"
+EVENT_LIST = "list"
 EVENT_LIST_CHANGED = "list_changed"
+EVENT_BIND = "bind"
 EVENT_STDERR = "stderr"
 EVENT_ERROR = "error"
 EVENT_CLOSE = "close"
@@ -42,3 +49,6 @@ EVENT_CLOSE = "close"
 # Transports.
 STDIO = "stdio"
 HTTP = "http"
+
+# MIME types our JupyterLab extension renders.
+CATALOG_MIME = "application/vnd.purra.catalog+json"

@@ -127,6 +127,7 @@ def test_interrupt_while_waiting_gives_mcp_interrupted_and_the_session_stays_usa
         (raw_config("nocwd", cwd="/nonexistent/dir"), "mcp_connect_failed", "working directory"),
         (raw_config("exits", "--fault", "exit-on-initialize"), "mcp_connect_failed", "refusing to initialize"),
         (raw_config("old", "--protocol", "2024-11-05"), "mcp_protocol_unsupported", "2025-06-18"),
+        (raw_config("noise", "--fault", "garbage-at-once"), "mcp_connection_closed", "not valid JSON-RPC"),
         (pj.ServerConfig("refused", url="http://127.0.0.1:9/mcp"), "mcp_connect_failed", "ConnectError"),
     ],
 )
@@ -151,7 +152,10 @@ def test_a_server_that_never_answers_initialize_times_out_within_the_config_time
 def test_a_non_json_line_fails_the_session_with_the_cause_in_the_log() -> None:
     session = pj.connect(raw_config("garbage", "--fault", "garbage"))
     try:
-        wait_until(lambda: session.state == "failed", what="the session to fail")
+        with pytest.raises(pj.McpSessionError) as caught:
+            session.ping()  # the server writes its garbage line before this answer: the ping ends with it
+        assert caught.value.code == "mcp_connection_closed"
+        assert session.state == "failed"
         assert "not valid JSON-RPC" in session.cause
         assert any("this line is not JSON-RPC" in row.detail for row in session.log.events("error"))
         with pytest.raises(pj.McpSessionError) as caught:

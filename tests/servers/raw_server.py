@@ -1,11 +1,16 @@
-"""A hand-written JSON-RPC stdio server (no SDK) for faults the SDK refuses to produce.
+"""A hand-written JSON-RPC stdio server (no SDK) for faults and catalogs the SDK refuses to produce.
 
-    python raw_server.py [--protocol VERSION] [--fault mute|garbage|exit-on-initialize]
+    python raw_server.py [--protocol VERSION] [--fault FAULT] [--tools N] [--page-size K]
+                         [--cursor ok|repeat|long|empty] [--duplicate-name] [--description-bytes N]
+                         [--no-tools-capability] [--list-changed-after-initialized]
 
-- ``--protocol``: the version it answers ``initialize`` with (default 2025-11-25).
-- ``mute``: reads everything, answers nothing.
-- ``garbage``: after ``notifications/initialized``, writes a line that is not JSON to stdout.
-- ``exit-on-initialize``: writes a reason to stderr and exits 3 when ``initialize`` arrives.
+Faults: ``mute`` (answers nothing), ``garbage`` (a non-JSON stdout line before answering a ping),
+``garbage-at-once`` (a non-JSON line right after ``notifications/initialized``), ``exit-on-initialize``
+(a reason on stderr, then exit 3).
+
+The catalog is ``--tools`` tools named ``tool_000``... served ``--page-size`` per page. With
+``--list-changed-after-initialized`` the server announces ``tools/list_changed`` as soon as it is
+initialized and from then on lists ``tool_new`` too (the published server-everything does the first).
 """
 
 from __future__ import annotations
@@ -14,17 +19,60 @@ import argparse
 import json
 import sys
 
+SCHEMA = {
+    "type": "object",
+    "properties": {"x": {"type": "string", "description": "Any text."}},
+    "required": ["x"],
+    "additionalProperties": False,
+}
+
 
 def send(message: dict) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
 
+def catalog(options: argparse.Namespace, changed: bool) -> list[dict]:
+    description = "d" * options.description_bytes if options.description_bytes else "A generated tool."
+    names = [f"tool_{index:03d}" for index in range(options.tools)]
+    if options.duplicate_name and names:
+        names.append(names[0])
+    if changed:
+        names.append("tool_new")
+    return [{"name": name, "description": description, "inputSchema": SCHEMA} for name in names]
+
+
+def page(options: argparse.Namespace, tools: list[dict], cursor: str | None) -> dict:
+    start = int(cursor.split(":")[-1]) if cursor else 0
+    size = options.page_size or len(tools) or 1
+    result: dict = {"tools": tools[start : start + size]}
+    if start + size < len(tools):
+        result["nextCursor"] = {
+            "ok": f"page:{start + size}",
+            "repeat": "page:0" if start else f"page:{start + size}",
+            "long": "x" * 513 + f":{start + size}",
+            "empty": "",
+        }[options.cursor]
+        if options.cursor == "repeat" and start:
+            result["nextCursor"] = cursor
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--protocol", default="2025-11-25")
-    parser.add_argument("--fault", choices=["none", "mute", "garbage", "exit-on-initialize"], default="none")
+    parser.add_argument(
+        "--fault", choices=["none", "mute", "garbage", "garbage-at-once", "exit-on-initialize"], default="none"
+    )
+    parser.add_argument("--tools", type=int, default=1)
+    parser.add_argument("--page-size", type=int, default=0)
+    parser.add_argument("--cursor", choices=["ok", "repeat", "long", "empty"], default="ok")
+    parser.add_argument("--duplicate-name", action="store_true")
+    parser.add_argument("--description-bytes", type=int, default=0)
+    parser.add_argument("--no-tools-capability", action="store_true")
+    parser.add_argument("--list-changed-after-initialized", action="store_true")
     options = parser.parse_args()
+    changed = False
     for line in sys.stdin:
         message = json.loads(line)
         method = message.get("method")
@@ -34,24 +82,27 @@ def main() -> int:
             if options.fault == "exit-on-initialize":
                 print("raw server: refusing to initialize", file=sys.stderr, flush=True)
                 return 3
-            send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": message["id"],
-                    "result": {
-                        "protocolVersion": options.protocol,
-                        "capabilities": {"tools": {"listChanged": True}},
-                        "serverInfo": {"name": "raw-server", "version": "0.1"},
-                    },
-                }
-            )
-        elif method == "notifications/initialized" and options.fault == "garbage":
-            sys.stdout.write("this line is not JSON-RPC\n")
-            sys.stdout.flush()
+            capabilities = {} if options.no_tools_capability else {"tools": {"listChanged": True}}
+            result = {
+                "protocolVersion": options.protocol,
+                "capabilities": capabilities,
+                "serverInfo": {"name": "raw-server", "version": "0.1"},
+            }
+            send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        elif method == "notifications/initialized":
+            if options.fault == "garbage-at-once":
+                sys.stdout.write("this line is not JSON-RPC\n")
+                sys.stdout.flush()
+            if options.list_changed_after_initialized:
+                changed = True
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         elif method == "ping":
+            if options.fault == "garbage":
+                sys.stdout.write("this line is not JSON-RPC\n")
             send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         elif method == "tools/list":
-            send({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+            cursor = (message.get("params") or {}).get("cursor")
+            send({"jsonrpc": "2.0", "id": message["id"], "result": page(options, catalog(options, changed), cursor)})
         elif "id" in message:
             send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "method not found"}})
     return 0

@@ -1,0 +1,716 @@
+"""A server's tool catalog with a PurrA verdict per tool, and the read bindings made from it.
+
+The decision "could a PurrA host bind this tool?" is purra-mcp's own code (pinned 1.0.3): its
+paged listing rules, its schema contract and ``discover_mcp_tools`` for the bindings. This module
+adds what a person needs on top: reasons with a path and a hint, a digest, a DataFrame, a diff.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from .errors import McpSessionError
+from .wire import (
+    BINDING_INVALID,
+    BINDING_MISSING,
+    CATALOG_MIME,
+    CATALOG_STALE,
+    DIGEST_MISMATCH,
+    EVENT_BIND,
+    EVENT_LIST,
+    EVENT_LIST_CHANGED,
+    STALE,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from mcp import ClientSession, types
+    from purra_mcp import McpCatalogMonitor, McpToolBinding, McpToolCatalog, McpToolLimits
+
+    from .session import McpSession
+
+COMPATIBLE = "compatible"
+UNSUPPORTED = "unsupported"
+NONE = "none"
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+MAX_RELISTS = 3  # list_changed while listing: list again at most this often, then give up (stale)
+_SERVER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # purra-mcp's rule for remote tool names
+_SAFE_INTEGER = 2**53 - 1
+FRAME_COLUMNS = [
+    "title",
+    "description",
+    "input_verdict",
+    "output_verdict",
+    "callable",
+    "reasons",
+    "read_only_hint",
+    "destructive_hint",
+    "idempotent_hint",
+    "open_world_hint",
+    "task_support",
+    "bound_as",
+    "schema_bytes",
+]
+
+# Hints for the keywords purra's profile refuses, phrased for the server's author.
+_KEYWORD_HINTS = {
+    "$ref": "inline the referenced schema",
+    "$defs": "inline the definitions where they are used",
+    "definitions": "inline the definitions where they are used",
+    "$id": "drop it",
+    "$comment": "drop it or move it into description",
+    "default": "drop it and document the default in the description",
+    "format": "drop it and describe the expected format in the description",
+    "pattern": "drop it, describe the pattern in the description and check it on the server",
+    "examples": "drop it or move examples into the description",
+    "exclusiveMinimum": "use minimum",
+    "exclusiveMaximum": "use maximum",
+    "allOf": "merge the branches into one schema",
+    "not": "drop it and check the value on the server",
+    "if": "drop the conditional and check it on the server",
+    "then": "drop the conditional and check it on the server",
+    "else": "drop the conditional and check it on the server",
+    "patternProperties": "list the properties explicitly",
+    "propertyNames": "drop it and check names on the server",
+    "dependentRequired": "drop it and check it on the server",
+    "dependentSchemas": "drop it and check it on the server",
+    "prefixItems": "use one items schema",
+    "contains": "drop it and check it on the server",
+    "multipleOf": "drop it and check it on the server",
+    "readOnly": "drop it",
+    "writeOnly": "drop it",
+    "deprecated": "drop it or say so in the description",
+    "nullable": 'use type [..., "null"] or anyOf with {"type": "null"}',
+}
+
+
+def default_local_name(remote: str) -> str:
+    """The remote name with every character outside ``[A-Za-z0-9_]`` replaced by ``_``; ``_``-prefixed
+    if it starts with a digit (PurrA local names are Python-like identifiers)."""
+    local = re.sub(r"[^A-Za-z0-9_]", "_", remote)
+    return f"_{local}" if local[:1].isdigit() else local
+
+
+@dataclass(frozen=True, slots=True)
+class ToolVerdict:
+    """One listed tool and whether a PurrA host could bind it as a read tool."""
+
+    name: str
+    title: str | None
+    description: str
+    input_schema: Mapping[str, Any]
+    output_schema: Mapping[str, Any] | None
+    annotations: Mapping[str, Any]
+    task_support: str | None
+    input_verdict: str
+    output_verdict: str
+    callable: bool
+    reasons: tuple[str, ...]
+    schema_bytes: int
+    listing: Mapping[str, Any] = field(repr=False)
+    bound_as: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        hints = self.annotations
+        return {
+            "tool": self.name,
+            "title": self.title,
+            "description": self.description,
+            "input_verdict": self.input_verdict,
+            "output_verdict": self.output_verdict,
+            "callable": self.callable,
+            "reasons": self.reasons,
+            "read_only_hint": hints.get("readOnlyHint"),
+            "destructive_hint": hints.get("destructiveHint"),
+            "idempotent_hint": hints.get("idempotentHint"),
+            "open_world_hint": hints.get("openWorldHint"),
+            "task_support": self.task_support,
+            "bound_as": self.bound_as,
+            "schema_bytes": self.schema_bytes,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """Every tool a server listed, with verdicts; a snapshot at one catalog revision."""
+
+    server: str
+    protocol_version: str | None
+    tools: tuple[ToolVerdict, ...]
+    digest: str
+    revision: int = field(repr=False)
+    note: str = ""
+    dropped: tuple[str, ...] = ()
+
+    def __getitem__(self, name: str) -> ToolVerdict:
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return any(tool.name == name for tool in self.tools)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def with_bindings(self, local_names: Mapping[str, str], dropped: Iterable[str] = ()) -> Catalog:
+        tools = tuple(replace(tool, bound_as=local_names.get(tool.name)) for tool in self.tools)
+        return replace(self, tools=tools, dropped=tuple(dropped))
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        frame = pd.DataFrame([tool.row() for tool in self.tools], columns=["tool", *FRAME_COLUMNS])
+        return frame.set_index("tool")
+
+    def diff(self, other: Catalog) -> pd.DataFrame:
+        """What changed from this catalog to ``other``: one row per added, removed or changed tool."""
+        import pandas as pd
+
+        rows = []
+        for name in sorted({tool.name for tool in self.tools} | {tool.name for tool in other.tools}):
+            if name not in self:
+                rows.append((name, "added", ""))
+            elif name not in other:
+                rows.append((name, "removed", ""))
+            else:
+                before, after = self[name].listing, other[name].listing
+                changed = sorted(key for key in set(before) | set(after) if before.get(key) != after.get(key))
+                if changed:
+                    rows.append((name, "changed", ", ".join(changed)))
+        return pd.DataFrame(rows, columns=["tool", "change", "fields"]).set_index("tool")
+
+    def to_json(self) -> dict[str, Any]:
+        """The data behind the catalog MIME type (everything a renderer shows; all of it server text)."""
+        return {
+            "server": self.server,
+            "protocolVersion": self.protocol_version,
+            "digest": self.digest,
+            "note": self.note,
+            "dropped": list(self.dropped),
+            "tools": [{**tool.row(), "reasons": list(tool.reasons)} for tool in self.tools],
+        }
+
+    def _summary(self) -> str:
+        usable = sum(tool.callable for tool in self.tools)
+        return f"{self.server}: {len(self.tools)} tools, {usable} callable under PurrA, digest {self.digest[:12]}"
+
+    def __repr__(self) -> str:
+        lines = [f"Catalog {self._summary()}"]
+        if self.note:
+            lines.append(f"  note: {self.note}")
+        if self.dropped:
+            lines.append(f"  dropped bindings: {', '.join(self.dropped)}")
+        for tool in self.tools:
+            verdict = "callable" if tool.callable else "not callable"
+            bound = f" (bound as {tool.bound_as})" if tool.bound_as else ""
+            lines.append(f"  {tool.name}: {verdict}{bound}")
+            lines.extend(f"      {reason}" for reason in tool.reasons)
+        return "\n".join(lines)
+
+    def _repr_html_table(self) -> str:
+        rows = []
+        for tool in self.tools:
+            badge = _badge("callable", "#1a7f37") if tool.callable else _badge("not callable", "#cf222e")
+            reasons = "".join(f"<li>{escape(reason)}</li>" for reason in tool.reasons)
+            rows.append(
+                f"<tr><td><code>{escape(tool.name)}</code></td><td>{escape(tool.title or '')}</td>"
+                f"<td>{badge}</td><td>{escape(tool.input_verdict)}</td><td>{escape(tool.output_verdict)}</td>"
+                f"<td>{escape(tool.bound_as or '')}</td><td><ul>{reasons}</ul></td></tr>"
+            )
+        note = f"<p>{escape(self.note)}</p>" if self.note else ""
+        dropped = f"<p>Dropped bindings: {escape(', '.join(self.dropped))}</p>" if self.dropped else ""
+        head = "".join(
+            f"<th>{name}</th>" for name in ("tool", "title", "verdict", "input", "output", "bound as", "reasons")
+        )
+        return (
+            f"<div class='purra-catalog'><p><b>{escape(self._summary())}</b></p>{note}{dropped}"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        )
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return {CATALOG_MIME: self.to_json(), "text/html": self._repr_html_table(), "text/plain": repr(self)}
+
+
+def _badge(text: str, color: str) -> str:
+    return f"<span style='color:{color};font-weight:bold'>{escape(text)}</span>"
+
+
+# --- purra-mcp's own rules ----------------------------------------------------------------------
+# These are purra-mcp 1.0.3 internals, pinned exactly: the same code a PurrA host runs on the same
+# listing, so a verdict here cannot drift from the host's.
+
+
+def _schema_accepted(schema: Any, limits: McpToolLimits) -> bool:
+    from purra_mcp import McpAdapterError, _remote_contract
+
+    try:
+        _remote_contract(schema, limits)
+    except McpAdapterError:
+        return False
+    return True
+
+
+def _json_bytes(value: Any) -> int:
+    from purra_mcp import _bytes
+
+    return _bytes(value)
+
+
+def verdict_of(tool: types.Tool, limits: McpToolLimits) -> ToolVerdict:
+    """The verdict purra-mcp would reach on binding ``tool``, with a reason per problem."""
+    listing = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    description = tool.description or ""
+    task_support = tool.execution.taskSupport if tool.execution is not None else None
+    input_ok = _schema_accepted(tool.inputSchema, limits)
+    output_ok = tool.outputSchema is None or _schema_accepted(tool.outputSchema, limits)
+    reasons: list[str] = []
+    if not _SERVER_NAME.fullmatch(tool.name):
+        reasons.append("name: not a name PurrA binds — use 1 to 128 letters, digits, '_', '.' or '-'")
+    size = len(description.encode("utf-8"))
+    if size > limits.max_description_bytes:
+        reasons.append(f"description: {size} bytes, over the {limits.max_description_bytes}-byte limit — shorten it")
+    if task_support == "required":
+        reasons.append("execution.taskSupport: 'required' — PurrA calls tools directly; make tasks optional")
+    if not input_ok:
+        reasons.extend(schema_reasons(tool.inputSchema, "inputSchema", limits))
+    if not output_ok:
+        reasons.extend(schema_reasons(tool.outputSchema, "outputSchema", limits))
+    sizes = [_safe_bytes(schema) for schema in (tool.inputSchema, tool.outputSchema) if schema is not None]
+    return ToolVerdict(
+        name=tool.name,
+        title=tool.title or (tool.annotations.title if tool.annotations else None),
+        description=description,
+        input_schema=tool.inputSchema,
+        output_schema=tool.outputSchema,
+        annotations=tool.annotations.model_dump(exclude_none=True) if tool.annotations else {},
+        task_support=task_support,
+        input_verdict=COMPATIBLE if input_ok else UNSUPPORTED,
+        output_verdict=NONE if tool.outputSchema is None else COMPATIBLE if output_ok else UNSUPPORTED,
+        callable=not reasons and input_ok and output_ok,
+        reasons=tuple(reasons),
+        schema_bytes=sum(sizes),
+        listing=listing,
+    )
+
+
+def _safe_bytes(value: Any) -> int:
+    try:
+        return _json_bytes(value)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return 0
+
+
+def schema_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
+    """Every problem purra's profile finds in ``schema``, as ``"<path>: <what> — <hint>"``."""
+    reasons: list[str] = []
+    for finder in (_size_reasons, _dialect_reasons, _root_reasons, _shape_reasons, _null_reasons, _profile_reasons):
+        try:
+            reasons.extend(finder(schema, where, limits))
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            continue
+    # Deduplicate while keeping order: the same problem may be seen by two finders.
+    unique = list(dict.fromkeys(reasons))
+    return unique or [f"{where}: refused by purra's {PROFILE} profile — simplify the schema"]
+
+
+PROFILE = "purra.output-schema/v1"
+
+
+def _body(schema: Any) -> Any:
+    return {key: value for key, value in schema.items() if key != "$schema"} if isinstance(schema, dict) else schema
+
+
+def _size_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
+    size = _json_bytes(schema)
+    if size > limits.max_schema_bytes:
+        return [f"{where}: {size} bytes, over the {limits.max_schema_bytes}-byte limit — simplify the schema"]
+    return []
+
+
+def _dialect_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
+    if isinstance(schema, dict) and "$schema" in schema and schema["$schema"] != DRAFT_2020_12:
+        return [
+            f"{where}.$schema: declares {str(schema['$schema'])[:80]!r}, PurrA reads only JSON Schema 2020-12 "
+            f"— declare {DRAFT_2020_12} or omit $schema"
+        ]
+    return []
+
+
+def _root_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
+    body = _body(schema)
+    if not isinstance(body, dict) or body.get("type") != "object":
+        found = body.get("type") if isinstance(body, dict) else type(body).__name__
+        return [f'{where}.type: the root type is {json.dumps(found)}, not "object" — wrap the values in an object']
+    return []
+
+
+def _shape_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
+    """Depth, node count, size as purra counts it, and numbers outside ±(2^53−1)."""
+    from purra.structured import StructuredOutputLimits, _snapshot
+
+    profile = replace(
+        StructuredOutputLimits(), schema_bytes=limits.max_schema_bytes, output_bytes=limits.max_result_bytes
+    )
+    body = _body(schema)
+    try:
+        _snapshot(body, depth=profile.schema_depth, nodes=profile.schema_nodes, byte_limit=profile.schema_bytes)
+    except ValueError as error:
+        message = str(error)
+    else:
+        return []
+    if "number" in message:
+        return [
+            f"{path}: {value!r} is outside ±(2^53−1) or not finite — use a bound PurrA can represent, or drop it"
+            for path, value in _bad_numbers(body, where)
+        ]
+    if "resource" in message:
+        depth, nodes = _depth_and_nodes(body)
+        found = []
+        if depth > profile.schema_depth:
+            found.append(f"{where}: nested {depth} levels deep, over {profile.schema_depth} — flatten the schema")
+        if nodes > profile.schema_nodes:
+            found.append(f"{where}: {nodes} schema nodes, over {profile.schema_nodes} — simplify the schema")
+        return found
+    if "byte" in message:
+        return [
+            f"{where}: larger than {profile.schema_bytes} bytes as PurrA counts it (numbers count 24 bytes) "
+            "— simplify the schema"
+        ]
+    return [f"{where}: {message} — use plain JSON values"]
+
+
+def _bad_numbers(value: Any, path: str) -> list[tuple[str, Any]]:
+    found = []
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return found
+    if isinstance(value, int | float):
+        number = float(value)
+        if not math.isfinite(number) or (number.is_integer() and abs(number) > _SAFE_INTEGER):
+            found.append((path, value))
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            found.extend(_bad_numbers(child, f"{path}.{key}"))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            found.extend(_bad_numbers(child, f"{path}[{index}]"))
+    return found
+
+
+def _depth_and_nodes(value: Any) -> tuple[int, int]:
+    """Depth and node count the way purra's snapshot counts them (keys are nodes one level down)."""
+    deepest, nodes = 0, 0
+    stack = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        nodes += 1
+        deepest = max(deepest, level)
+        if isinstance(item, dict):
+            for key, child in item.items():
+                stack.append((key, level + 1))
+                stack.append((child, level + 1))
+        elif isinstance(item, list):
+            stack.extend((child, level + 1) for child in item)
+    return deepest, nodes
+
+
+def _null_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
+    """purra refuses a null keyword value (other than const) where it walks: properties, branches, items."""
+    found: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if not isinstance(node, dict):
+            return
+        for key, value in node.items():
+            if value is None and key != "const":
+                hint = (
+                    "drop it; an optional parameter is simply left out of required"
+                    if key == "default"
+                    else "drop the keyword or give it a value of its type"
+                )
+                found.append(f"{path}.{key}: null — {hint}")
+        for name, child in (node.get("properties") or {}).items() if isinstance(node.get("properties"), dict) else ():
+            walk(child, f"{path}.properties.{name}")
+        for keyword in ("anyOf", "oneOf"):
+            if isinstance(node.get(keyword), list):
+                for index, child in enumerate(node[keyword]):
+                    walk(child, f"{path}.{keyword}[{index}]")
+        walk(node.get("items"), f"{path}.items")
+
+    walk(_body(schema), where)
+    return found
+
+
+def _profile_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
+    from purra.schema import schema_contract_violations
+
+    body = _body(schema)
+    if not isinstance(body, dict):
+        return []
+    found = []
+    for violation in schema_contract_violations(body, path="$"):
+        path, _, what = violation.partition(": ")
+        path = where + path[1:]
+        keywords = what.removeprefix("unsupported keyword(s): ")
+        if keywords != what:
+            for keyword in keywords.split(", "):
+                hint = _KEYWORD_HINTS.get(keyword, "drop it; the profile's keywords are listed in purra.schema")
+                found.append(f"{path}.{keyword}: {json.dumps(keyword)} is outside the profile — {hint}")
+        elif what == "must be boolean" and path.endswith("additionalProperties"):
+            found.append(f"{path}: must be true or false — a schema for extra properties is outside the profile")
+        else:
+            found.append(f"{path}: {what} — fix the keyword's value")
+    return found
+
+
+# --- listing ------------------------------------------------------------------------------------
+
+
+async def list_tools(client: ClientSession, limits: McpToolLimits) -> list[types.Tool] | None:
+    """Page through ``tools/list`` under purra-mcp's limits and codes; ``None`` when the server has no
+    tools capability. Mirrors ``discover_mcp_tools``'s loop, which lists only what it binds."""
+    from mcp import types
+    from purra_mcp import _bytes, _fail, _request
+
+    capabilities = client.get_server_capabilities()
+    if capabilities is None or capabilities.tools is None:
+        return None
+    seen: set[str] = set()
+    cursors: set[str] = set()
+    tools: list[types.Tool] = []
+    cursor = None
+    total = 0
+    for _ in range(limits.max_pages):
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+        request = types.ClientRequest(types.ListToolsRequest(params=params))
+        result = await _request(client, request, types.ListToolsResult, limits, None)
+        try:
+            total += _bytes(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+        except (ValueError, TypeError, OverflowError, RecursionError):
+            _fail("mcp_catalog_invalid")
+        if total > limits.max_catalog_bytes or len(seen) + len(result.tools) > limits.max_tools:
+            _fail("mcp_catalog_limit_exceeded")
+        for tool in result.tools:
+            if tool.name in seen:
+                _fail("mcp_name_conflict")
+            seen.add(tool.name)
+            tools.append(tool)
+        cursor = result.nextCursor
+        if cursor is None:
+            return tools
+        if not cursor or len(cursor.encode("utf-8")) > 512 or cursor in cursors:
+            _fail("mcp_pagination_invalid")
+        cursors.add(cursor)
+    _fail("mcp_catalog_limit_exceeded")
+    raise AssertionError("unreachable")  # _fail always raises
+
+
+def digest_of(tools: Iterable[ToolVerdict]) -> str:
+    """``purra.json-identity/v1`` over the listing: one digest per tool, then over the name map, so a
+    catalog of any size within the limits has one (a tool with numbers purra cannot represent is
+    digested through its canonical JSON text)."""
+    from purra.structured import json_identity_digest
+
+    per_tool = {}
+    for tool in tools:
+        try:
+            per_tool[tool.name] = json_identity_digest(dict(tool.listing))
+        except (ValueError, TypeError):
+            text = json.dumps(tool.listing, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            per_tool[tool.name] = json_identity_digest({"json": text})
+    return json_identity_digest({"tools": per_tool})
+
+
+async def build_catalog(session: McpSession, client: ClientSession) -> Catalog:
+    """List until the catalog holds still: a ``tools/list_changed`` during the listing lists again."""
+    monitor: McpCatalogMonitor = session.monitor
+    for attempt in range(MAX_RELISTS + 1):
+        revision = monitor.revision
+        listed = await list_tools(client, session.limits)
+        if monitor.revision == revision:
+            break
+        session.log.add(EVENT_LIST_CHANGED, f"tools changed while listing; listing again ({attempt + 1})")
+    else:
+        raise McpSessionError(CATALOG_STALE, f"Server '{session.name}' kept changing its tools while they were listed.")
+    note = "" if listed is not None else "The server does not advertise the tools capability: it has no tools."
+    tools = tuple(sorted((verdict_of(tool, session.limits) for tool in listed or ()), key=lambda t: t.name))
+    session.log.add(EVENT_LIST, f"{len(tools)} tools, {sum(t.callable for t in tools)} callable (revision {revision})")
+    return Catalog(session.name, session.protocol_version, tools, digest_of(tools), revision, note)
+
+
+# --- bindings -----------------------------------------------------------------------------------
+
+
+def make_binding(
+    remote: str,
+    *,
+    local_name: str | None,
+    title: str | None,
+    scope_validator: Callable[..., Any] | None,
+    concurrency_safe: bool,
+) -> McpToolBinding:
+    """A purra-mcp read binding; a sync ``scope_validator(state, arguments, signal)`` is made async."""
+    from purra.contracts import ToolPolicy
+    from purra_mcp import McpAdapterError, McpToolBinding
+
+    validator = _async_validator(scope_validator) if scope_validator is not None else None
+    try:
+        return McpToolBinding(
+            local_name or default_local_name(remote),
+            ToolPolicy(mode="read", title=title or remote, risk_level="read"),
+            validator,
+            concurrency_safe,
+        )
+    except (McpAdapterError, ValueError, TypeError):
+        raise McpSessionError(
+            BINDING_INVALID,
+            f"Cannot bind '{remote}' as {local_name or default_local_name(remote)!r}: local names are "
+            "1 to 64 letters, digits or '_' not starting with a digit, the title non-empty, and the "
+            "scope validator callable.",
+        ) from None
+
+
+def _async_validator(validator: Callable[..., Any]) -> Callable[..., Any]:
+    if not callable(validator):
+        return validator  # McpToolBinding refuses it with mcp_binding_invalid
+    if inspect.iscoroutinefunction(validator):
+        return validator
+
+    async def validate(state: Any, arguments: Any, signal: Any = None) -> Any:
+        decision = validator(state, arguments, signal)
+        return await decision if inspect.isawaitable(decision) else decision
+
+    return validate
+
+
+async def discover(session: McpSession, client: ClientSession, bindings: Mapping[str, McpToolBinding]) -> Any:
+    """purra-mcp's ``discover_mcp_tools`` over all bindings: the snapshot and registrations a host gets."""
+    from purra_mcp import discover_mcp_tools
+
+    return await discover_mcp_tools(
+        client, session.name, dict(bindings), monitor=session.monitor, limits=session.limits
+    )
+
+
+def bind(
+    session: McpSession,
+    remote: str,
+    *,
+    local_name: str | None = None,
+    title: str | None = None,
+    scope_validator: Callable[..., Any] | None = None,
+    concurrency_safe: bool = False,
+) -> dict[str, Any]:
+    """Bind ``remote`` as a read tool through purra-mcp with every current binding; returns its entry."""
+    _check_current(session)
+    current = session._bindings
+    if remote in current:
+        raise McpSessionError(
+            BINDING_INVALID, f"'{remote}' is already bound as '{current[remote].local_name}'; unbind it first."
+        )
+    binding = make_binding(
+        remote, local_name=local_name, title=title, scope_validator=scope_validator, concurrency_safe=concurrency_safe
+    )
+    bindings = {**current, remote: binding}
+    try:
+        found = session._request(lambda client: discover(session, client, bindings), timeout=math.inf)
+    except McpSessionError as error:
+        raise _explained(session, remote, error) from error
+    _install(session, bindings, found)
+    session.log.add(EVENT_BIND, f"bound {remote} as read tool {binding.local_name}")
+    return next(entry for entry in found.snapshot.to_mapping()["entries"] if entry["remoteName"] == remote)
+
+
+def unbind(session: McpSession, name: str) -> None:
+    """Remove the binding with local (or remote) name ``name``."""
+    remote = next((r for r, b in session._bindings.items() if name in (b.local_name, r)), None)
+    if remote is None:
+        raise McpSessionError(BINDING_MISSING, f"No tool is bound as '{name}' on '{session.name}'.")
+    bindings = {r: b for r, b in session._bindings.items() if r != remote}
+    found = None
+    if bindings and session.state != STALE:
+        found = session._request(lambda client: discover(session, client, bindings), timeout=math.inf)
+    _install(session, bindings, found)
+    session.log.add(EVENT_BIND, f"unbound {remote} ({name})")
+
+
+def refresh(session: McpSession) -> Catalog:
+    """List again after ``tools/list_changed``; keep the bindings that still hold, drop the others."""
+    session._check_usable()
+    catalog = session._request(lambda client: build_catalog(session, client), timeout=math.inf)
+    keep = {r: b for r, b in session._bindings.items() if r in catalog and catalog[r].callable}
+    dropped = sorted(set(session._bindings) - set(keep))
+    found = session._request(lambda client: discover(session, client, keep), timeout=math.inf) if keep else None
+    session._catalog = catalog
+    _install(session, keep, found, dropped)
+    for remote in dropped:
+        why = "; ".join(catalog[remote].reasons) if remote in catalog else "the server no longer lists it"
+        session.log.add(EVENT_BIND, f"dropped the binding of {remote}: {why}")
+    session._mark_current(catalog.revision)
+    return session.catalog
+
+
+def _check_current(session: McpSession) -> None:
+    session._check_usable()
+    if session.state == STALE:
+        raise McpSessionError(
+            CATALOG_STALE,
+            f"The tools of '{session.name}' changed since they were listed. Call refresh() first "
+            f"(or %mcp_catalog {session.name} --refresh).",
+        )
+
+
+def _install(
+    session: McpSession, bindings: dict[str, McpToolBinding], found: McpToolCatalog | None, dropped: Iterable[str] = ()
+) -> None:
+    session._bindings = bindings
+    session._purra_catalog = found
+    names = {remote: binding.local_name for remote, binding in bindings.items()}
+    session._catalog = session._catalog.with_bindings(names, dropped)
+
+
+def _explained(session: McpSession, remote: str, error: McpSessionError) -> McpSessionError:
+    """purra-mcp's code, with the tool's reasons (or a plain sentence) as the message."""
+    catalog = session._catalog
+    if error.code == BINDING_MISSING:
+        listed = ", ".join(tool.name for tool in catalog.tools[:12]) or "none"
+        return McpSessionError(error.code, f"'{session.name}' lists no tool '{remote}'; it lists: {listed}.")
+    if error.code == "mcp_tools_unavailable":
+        return McpSessionError(error.code, f"Cannot bind '{remote}': {catalog.note or error.message}")
+    if remote in catalog and catalog[remote].reasons:
+        reasons = "; ".join(catalog[remote].reasons)
+        return McpSessionError(error.code, f"Cannot bind '{remote}' as a PurrA read tool: {reasons}")
+    return error
+
+
+def check_digest(catalog: Catalog, expected: str | None) -> None:
+    if expected is not None and expected.lower() != catalog.digest:
+        raise McpSessionError(
+            DIGEST_MISMATCH,
+            f"The catalog of '{catalog.server}' changed: expected digest {expected}, got {catalog.digest}.",
+        )
+
+
+__all__ = [
+    "COMPATIBLE",
+    "NONE",
+    "UNSUPPORTED",
+    "Catalog",
+    "ToolVerdict",
+    "bind",
+    "build_catalog",
+    "check_digest",
+    "default_local_name",
+    "refresh",
+    "schema_reasons",
+    "unbind",
+    "verdict_of",
+]
