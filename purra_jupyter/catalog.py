@@ -66,7 +66,8 @@ _KEYWORD_HINTS = {
     "definitions": "inline the definitions where they are used",
     "$id": "drop it",
     "$comment": "drop it or move it into description",
-    "default": "drop it and document the default in the description",
+    "default": "drop it and document the default in the description (an optional parameter is simply "
+    "left out of required)",
     "format": "drop it and describe the expected format in the description",
     "pattern": "drop it, describe the pattern in the description and check it on the server",
     "examples": "drop it or move examples into the description",
@@ -223,14 +224,13 @@ class Catalog:
             reasons = "".join(f"<li>{escape(reason)}</li>" for reason in tool.reasons)
             rows.append(
                 f"<tr><td><code>{escape(tool.name)}</code></td><td>{escape(tool.title or '')}</td>"
+                f"<td>{escape(_shorten(tool.description))}</td>"
                 f"<td>{badge}</td><td>{escape(tool.input_verdict)}</td><td>{escape(tool.output_verdict)}</td>"
                 f"<td>{escape(tool.bound_as or '')}</td><td><ul>{reasons}</ul></td></tr>"
             )
         note = f"<p>{escape(self.note)}</p>" if self.note else ""
         dropped = f"<p>Dropped bindings: {escape(', '.join(self.dropped))}</p>" if self.dropped else ""
-        head = "".join(
-            f"<th>{name}</th>" for name in ("tool", "title", "verdict", "input", "output", "bound as", "reasons")
-        )
+        head = "".join(f"<th>{name}</th>" for name in _HTML_COLUMNS)
         return (
             f"<div class='purra-catalog'><p><b>{escape(self._summary())}</b></p>{note}{dropped}"
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
@@ -238,6 +238,13 @@ class Catalog:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {CATALOG_MIME: self.to_json(), "text/html": self._repr_html_table(), "text/plain": repr(self)}
+
+
+_HTML_COLUMNS = ("tool", "title", "description", "verdict", "input", "output", "bound as", "reasons")
+
+
+def _shorten(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _badge(text: str, color: str) -> str:
@@ -319,10 +326,10 @@ def schema_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
             continue
     # Deduplicate while keeping order: the same problem may be seen by two finders.
     unique = list(dict.fromkeys(reasons))
-    return unique or [f"{where}: refused by purra's {PROFILE} profile — simplify the schema"]
+    return unique or [f"{where}: {FALLBACK_REASON} — simplify the schema"]
 
 
-PROFILE = "purra.output-schema/v1"
+FALLBACK_REASON = "refused by purra's purra.output-schema/v1 profile"
 
 
 def _body(schema: Any) -> Any:
@@ -424,19 +431,16 @@ def _depth_and_nodes(value: Any) -> tuple[int, int]:
 
 def _null_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
     """purra refuses a null keyword value (other than const) where it walks: properties, branches, items."""
+    from purra.schema import _SCHEMA_KEYWORDS  # keywords outside it get their own reason
+
     found: list[str] = []
 
     def walk(node: Any, path: str) -> None:
         if not isinstance(node, dict):
             return
         for key, value in node.items():
-            if value is None and key != "const":
-                hint = (
-                    "drop it; an optional parameter is simply left out of required"
-                    if key == "default"
-                    else "drop the keyword or give it a value of its type"
-                )
-                found.append(f"{path}.{key}: null — {hint}")
+            if value is None and key != "const" and key in _SCHEMA_KEYWORDS:
+                found.append(f"{path}.{key}: null — drop the keyword or give it a value of its type")
         for name, child in (node.get("properties") or {}).items() if isinstance(node.get("properties"), dict) else ():
             walk(child, f"{path}.properties.{name}")
         for keyword in ("anyOf", "oneOf"):

@@ -2,6 +2,7 @@
 
     python raw_server.py [--protocol VERSION] [--fault FAULT] [--tools N] [--page-size K]
                          [--cursor ok|repeat|long|empty] [--duplicate-name] [--description-bytes N]
+                         [--description TEXT]
                          [--no-tools-capability] [--list-changed-after-initialized]
 
 Faults: ``mute`` (answers nothing), ``garbage`` (a non-JSON stdout line before answering a ping),
@@ -33,7 +34,7 @@ def send(message: dict) -> None:
 
 
 def catalog(options: argparse.Namespace, changed: bool) -> list[dict]:
-    description = "d" * options.description_bytes if options.description_bytes else "A generated tool."
+    description = "d" * options.description_bytes if options.description_bytes else options.description
     names = [f"tool_{index:03d}" for index in range(options.tools)]
     if options.duplicate_name and names:
         names.append(names[0])
@@ -69,6 +70,7 @@ def main() -> int:
     parser.add_argument("--cursor", choices=["ok", "repeat", "long", "empty"], default="ok")
     parser.add_argument("--duplicate-name", action="store_true")
     parser.add_argument("--description-bytes", type=int, default=0)
+    parser.add_argument("--description", default="A generated tool.")
     parser.add_argument("--no-tools-capability", action="store_true")
     parser.add_argument("--list-changed-after-initialized", action="store_true")
     options = parser.parse_args()

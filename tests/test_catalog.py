@@ -1,0 +1,306 @@
+"""Catalog verdicts, limits, digests and bindings, checked against purra-mcp's own decisions."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import demo_config, raw_config, wait_until
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from purra.contracts import ToolPolicy
+from purra_mcp import McpAdapterError, McpCatalogMonitor, McpToolBinding, McpToolLimits, discover_mcp_tools
+
+import purra_jupyter as pj
+from purra_jupyter.catalog import FRAME_COLUMNS, default_local_name
+
+BIN = Path(sys.executable).parent
+DEMO_COMPATIBLE = {
+    "search_documents", "get_document", "echo", "add", "sleep", "tiny_image", "fail", "toggle_extra_tool",
+    "call_counts",
+}  # fmt: skip
+
+
+def read_binding(remote: str, **kwargs: Any) -> McpToolBinding:
+    return McpToolBinding(default_local_name(remote), ToolPolicy(mode="read", title=remote, risk_level="read"), None,
+                          **kwargs)  # fmt: skip
+
+
+def purra_accepts(session: pj.McpSession, tool: str) -> bool:
+    """Does purra-mcp itself bind ``tool`` on this session's connection? (Independent of our bind code.)"""
+
+    async def discover(client: ClientSession) -> Any:
+        return await discover_mcp_tools(client, session.name, {tool: read_binding(tool)}, monitor=session.monitor,
+                                        limits=session.limits)  # fmt: skip
+
+    try:
+        session._request(discover)
+    except pj.McpSessionError as error:
+        assert error.code in {"mcp_schema_unsupported", "mcp_tool_unsupported", "mcp_catalog_limit_exceeded",
+                              "mcp_binding_invalid"}, error  # fmt: skip
+        return False
+    return True
+
+
+def assert_verdicts_match_purra(session: pj.McpSession) -> None:
+    for tool in session.catalog.tools:
+        assert tool.callable == purra_accepts(session, tool.name), tool.name
+        assert bool(tool.reasons) == (not tool.callable), tool.name
+
+
+@pytest.fixture
+def demo() -> Iterator[pj.McpSession]:
+    with pj.connect(demo_config()) as session:
+        yield session
+
+
+def test_demo_catalog_verdicts_reasons_and_frame(demo: pj.McpSession) -> None:
+    catalog = demo.catalog
+    assert {tool.name for tool in catalog.tools if tool.callable} == DEMO_COMPATIBLE
+    greet = catalog["greet"]
+    assert (greet.input_verdict, greet.output_verdict, greet.callable) == ("unsupported", "none", False)
+    [reason] = greet.reasons
+    assert reason.startswith("inputSchema.properties.punctuation.default: ")
+    assert "document the default in the description" in reason
+    assert catalog["search_documents"].output_verdict == "compatible"
+
+    frame = catalog.to_frame()
+    assert list(frame.columns) == FRAME_COLUMNS
+    assert frame.index.name == "tool"
+    assert frame.loc["echo", "read_only_hint"] is True or frame.loc["echo", "read_only_hint"] == True  # noqa: E712
+    assert frame.loc["greet", "reasons"] == greet.reasons
+    assert frame.loc["echo", "schema_bytes"] > 0
+    assert_verdicts_match_purra(demo)
+
+
+def test_published_servers_verdicts_equal_purra(tmp_path: Path) -> None:
+    with pj.connect(pj.ServerConfig("time", command=str(BIN / "mcp-server-time"))) as time_server:
+        assert [t.name for t in time_server.catalog.tools if t.callable] == ["convert_time", "get_current_time"]
+        assert_verdicts_match_purra(time_server)
+    repository = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repository)], check=True)
+    git = pj.ServerConfig("git", command=str(BIN / "mcp-server-git"), args=["--repository", str(repository)])
+    with pj.connect(git) as git_server:
+        tools = git_server.catalog.tools
+        assert len(tools) == 12
+        assert sum(t.callable for t in tools) == 6
+        for tool in tools:
+            if not tool.callable:
+                assert all(".default: " in reason for reason in tool.reasons), tool.reasons
+        assert_verdicts_match_purra(git_server)
+
+
+def test_a_256_tool_catalog_over_many_pages() -> None:
+    with pj.connect(raw_config("big", "--tools", "256", "--page-size", "10")) as session:
+        assert session.state == "ready"
+        assert len(session.catalog) == 256
+        assert session.catalog.tools[0].name == "tool_000" and session.catalog.tools[-1].name == "tool_255"
+        assert all(tool.callable for tool in session.catalog.tools)
+        assert purra_accepts(session, "tool_255")
+
+
+@asynccontextmanager
+async def raw_client(args: list[str]) -> Any:
+    params = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).parent / "servers" /
+                                                                     "raw_server.py"), *args])  # fmt: skip
+    async with stdio_client(params) as (read, write):
+        monitor = McpCatalogMonitor()
+        async with ClientSession(read, write, message_handler=monitor.on_message) as client:
+            result = await client.initialize()
+            monitor.accept_protocol_version(result.protocolVersion)
+            yield client, monitor
+
+
+def purra_listing_code(args: list[str], limits: McpToolLimits) -> str | None:
+    """The code purra-mcp's own discovery gives on this server (binding its first tool)."""
+
+    async def run() -> str | None:
+        async with raw_client(args) as (client, monitor):
+            try:
+                await discover_mcp_tools(client, "raw", {"tool_000": read_binding("tool_000")}, monitor=monitor,
+                                         limits=limits)  # fmt: skip
+            except McpAdapterError as error:
+                return error.code
+        return None
+
+    return anyio.run(run)
+
+
+@pytest.mark.parametrize(
+    ("args", "limits", "code"),
+    [
+        (["--tools", "257", "--page-size", "100"], McpToolLimits(), "mcp_catalog_limit_exceeded"),
+        (["--tools", "33", "--page-size", "1"], McpToolLimits(), "mcp_catalog_limit_exceeded"),
+        (["--tools", "200", "--description-bytes", "6000"], McpToolLimits(), "mcp_catalog_limit_exceeded"),
+        (["--tools", "6"], McpToolLimits(max_tools=5), "mcp_catalog_limit_exceeded"),
+        (["--tools", "4", "--page-size", "1", "--cursor", "repeat"], McpToolLimits(), "mcp_pagination_invalid"),
+        (["--tools", "4", "--page-size", "1", "--cursor", "long"], McpToolLimits(), "mcp_pagination_invalid"),
+        (["--tools", "4", "--page-size", "1", "--cursor", "empty"], McpToolLimits(), "mcp_pagination_invalid"),
+        (["--tools", "3", "--duplicate-name"], McpToolLimits(), "mcp_name_conflict"),
+    ],
+)
+def test_each_listing_limit_fails_connect_with_purras_code(args: list[str], limits: McpToolLimits, code: str) -> None:
+    assert purra_listing_code(args, limits) == code
+    with pytest.raises(pj.McpSessionError) as caught:
+        pj.connect(raw_config("limits", *args), limits=limits)
+    assert caught.value.code == code
+    assert pj.sessions() == []
+
+
+def test_an_over_long_description_makes_only_that_tool_uncallable() -> None:
+    with pj.connect(raw_config("desc", "--tools", "1", "--description-bytes", "9000")) as session:
+        tool = session.catalog["tool_000"]
+        assert not tool.callable and tool.input_verdict == "compatible"
+        assert tool.reasons == ("description: 9000 bytes, over the 8192-byte limit — shorten it",)
+        assert_verdicts_match_purra(session)
+
+
+def test_a_server_without_tools_connects_with_an_empty_catalog_that_says_why() -> None:
+    with pj.connect(raw_config("notools", "--no-tools-capability")) as session:
+        assert session.state == "ready"
+        assert len(session.catalog) == 0
+        assert "does not advertise the tools capability" in session.catalog.note
+        with pytest.raises(pj.McpSessionError) as caught:
+            session.bind("tool_000")
+        assert caught.value.code == "mcp_tools_unavailable"
+
+
+def test_list_changed_right_after_initialized_still_gives_a_ready_current_catalog() -> None:
+    with pj.connect(raw_config("eager", "--list-changed-after-initialized")) as session:
+        assert session.state == "ready"
+        assert "tool_new" in session.catalog
+        assert session.log.events("list_changed")
+
+
+def test_stale_catalog_refresh_rebinds_and_drops_what_disappeared(demo: pj.McpSession) -> None:
+    demo.bind("echo")
+    demo._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+    wait_until(lambda: demo.state == "stale", what="the catalog to turn stale")
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.bind("add")
+    assert caught.value.code == "mcp_catalog_stale"
+
+    catalog = demo.refresh()
+    assert demo.state == "ready"
+    assert "extra_tool" in catalog and catalog["extra_tool"].bound_as is None  # a refresh never binds
+    assert catalog["echo"].bound_as == "echo"
+    demo.bind("extra_tool")
+    assert {entry["remoteName"] for entry in demo.bindings["entries"]} == {"echo", "extra_tool"}
+
+    demo._request(lambda client: client.call_tool("toggle_extra_tool", {}))  # removes extra_tool
+    wait_until(lambda: demo.state == "stale", what="the catalog to turn stale again")
+    catalog = demo.refresh()
+    assert catalog.dropped == ("extra_tool",)
+    assert [entry["remoteName"] for entry in demo.bindings["entries"]] == ["echo"]
+    assert any("dropped the binding of extra_tool" in row.detail for row in demo.log.events("bind"))
+
+
+def test_bindings_snapshot_equals_purras_for_the_same_bindings(demo: pj.McpSession) -> None:
+    assert demo.bindings is None
+    entry = demo.bind("search_documents", title="Search the demo corpus")
+    assert entry["localName"] == "search_documents"
+    demo.bind("add", local_name="plus", concurrency_safe=True)
+    bindings = {
+        "search_documents": McpToolBinding(
+            "search_documents", ToolPolicy(mode="read", title="Search the demo corpus", risk_level="read"), None
+        ),
+        "add": McpToolBinding("plus", ToolPolicy(mode="read", title="add", risk_level="read"), None, True),
+    }
+    expected = demo._request(
+        lambda client: discover_mcp_tools(client, "demo", bindings, monitor=demo.monitor, limits=demo.limits)
+    )
+    assert demo.bindings == expected.snapshot.to_mapping()
+    assert demo.bindings["revisionDigest"] == expected.snapshot.revision_digest
+    assert demo.catalog["add"].bound_as == "plus"
+    assert demo.catalog.to_frame().loc["add", "bound_as"] == "plus"
+
+    demo.unbind("plus")
+    assert [entry["localName"] for entry in demo.bindings["entries"]] == ["search_documents"]
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.unbind("plus")
+    assert caught.value.code == "mcp_binding_missing"
+
+
+def test_binding_refusals_carry_purras_code_and_the_reasons(demo: pj.McpSession) -> None:
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.bind("greet")
+    assert caught.value.code == "mcp_schema_unsupported"
+    assert "inputSchema.properties.punctuation.default" in caught.value.message
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.bind("no_such_tool")
+    assert caught.value.code == "mcp_binding_missing"
+    assert "search_documents" in caught.value.message
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.bind("echo", local_name="not valid!")
+    assert caught.value.code == "mcp_binding_invalid"
+    demo.bind("echo")
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.bind("add", local_name="echo")
+    assert caught.value.code == "mcp_name_conflict"
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.bind("echo", local_name="echo2")
+    assert caught.value.code == "mcp_binding_invalid"
+    assert [entry["remoteName"] for entry in demo.bindings["entries"]] == ["echo"]
+
+
+def test_sync_and_async_scope_validators_both_work(demo: pj.McpSession) -> None:
+    def deny_sync(state: Any, arguments: Any, signal: Any = None) -> str:
+        return f"denied {arguments['text']}"
+
+    async def deny_async(state: Any, arguments: Any, signal: Any = None) -> str:
+        return f"refused {arguments['a']}"
+
+    demo.bind("echo", scope_validator=deny_sync)
+    demo.bind("add", scope_validator=deny_async)
+    by_name = {registration.schema.name: registration for registration in demo._purra_catalog.registrations}
+
+    async def decide(name: str, arguments: dict) -> Any:
+        return await by_name[name].scope_validator(None, arguments)
+
+    assert anyio.run(decide, "echo", {"text": "x"}) == "denied x"
+    assert anyio.run(decide, "add", {"a": 1, "b": 2}) == "refused 1"
+
+
+def test_default_local_names() -> None:
+    assert default_local_name("git-status.v2") == "git_status_v2"
+    assert default_local_name("2fa") == "_2fa"
+    assert default_local_name("plain_name") == "plain_name"
+
+
+def test_digest_is_stable_and_pinned(demo: pj.McpSession) -> None:
+    digest = demo.catalog.digest
+    with pj.connect(demo_config("again"), expect_digest=digest) as again:
+        assert again.catalog.digest == digest
+    other = "0" * 64
+    with pytest.raises(pj.McpSessionError) as caught:
+        pj.connect(demo_config("pinned"), expect_digest=other)
+    assert caught.value.code == "mcp_digest_mismatch"
+    assert digest in caught.value.message and other in caught.value.message
+    assert pj.sessions() == [demo]
+
+
+def test_diff_between_catalogs(demo: pj.McpSession) -> None:
+    before = demo.catalog
+    demo._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+    wait_until(lambda: demo.state == "stale", what="stale")
+    after = demo.refresh()
+    diff = before.diff(after)
+    assert diff.to_dict("index") == {"extra_tool": {"change": "added", "fields": ""}}
+    assert after.diff(before).loc["extra_tool", "change"] == "removed"
+    assert before.digest != after.digest
+
+
+def test_catalog_html_escapes_server_text() -> None:
+    script = "<script>window.pwned=1</script><img src=x onerror=alert(1)>"
+    with pj.connect(raw_config("xss", "--description", script)) as session:
+        bundle = session.catalog._repr_mimebundle_()
+        assert "<script>" not in bundle["text/html"] and "<img" not in bundle["text/html"]
+        assert "&lt;script&gt;" in bundle["text/html"]
+        assert bundle["application/vnd.purra.catalog+json"]["tools"][0]["description"] == script
+        assert "tool_000" in bundle["text/plain"]
