@@ -595,12 +595,21 @@ def _async_validator(validator: Callable[..., Any]) -> Callable[..., Any]:
     return validate
 
 
+def call_limits(session: McpSession) -> McpToolLimits:
+    """The session's limits with purra-mcp's longest request time: each call is bounded by the kit's
+    per-call timeout instead (default: the session's ``timeout_ms``), which may be longer or shorter."""
+    return replace(session.limits, timeout_ms=MAX_TIMEOUT_MS)
+
+
+MAX_TIMEOUT_MS = 300_000
+
+
 async def discover(session: McpSession, client: ClientSession, bindings: Mapping[str, McpToolBinding]) -> Any:
     """purra-mcp's ``discover_mcp_tools`` over all bindings: the snapshot and registrations a host gets."""
     from purra_mcp import discover_mcp_tools
 
     return await discover_mcp_tools(
-        client, session.name, dict(bindings), monitor=session.monitor, limits=session.limits
+        client, session.name, dict(bindings), monitor=session.monitor, limits=call_limits(session)
     )
 
 

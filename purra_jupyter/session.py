@@ -14,7 +14,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from purra_mcp import McpCatalogMonitor, McpToolBinding, McpToolCatalog, McpToolLimits
 
     from .catalog import Catalog
+    from .envelope import Envelope, RawResult
 
 T = TypeVar("T")
 
@@ -356,13 +357,17 @@ class McpSession(HasTraits):
         limit = timeout if timeout is not None else self.config.timeout
 
         async def bounded() -> T:
-            with anyio.fail_after(limit), anyio.CancelScope() as scope:
-                if not self._cause:
-                    self._in_flight.add(scope)
-                    try:
-                        return await func(client)
-                    finally:
-                        self._in_flight.discard(scope)
+            try:
+                with anyio.fail_after(limit), anyio.CancelScope() as scope:
+                    if not self._cause:
+                        self._in_flight.add(scope)
+                        try:
+                            return await func(client)
+                        finally:
+                            self._in_flight.discard(scope)
+            except TimeoutError:
+                message = f"Server '{self.name}' did not answer within {limit:g} s.{_stderr_hint(self)}"
+                raise McpSessionError(TIMEOUT, message) from None
             raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' lost its connection: {self._cause}.")
 
         with self._translate_errors():
@@ -433,6 +438,25 @@ class McpSession(HasTraits):
         from . import catalog
 
         catalog.unbind(self, local_name)
+
+    def call(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        approve: bool | None = None,
+        raw: bool = False,
+        timeout: float | None = None,
+    ) -> Envelope | RawResult:
+        """Call ``tool`` (a local or remote name) and return its result; tool failures never raise.
+
+        PurrA path (default): arguments are checked against the binding's contract before anything is
+        sent, an unbound tool is bound as a read tool first, and the result is purra-mcp's envelope.
+        ``raw=True`` calls any listed tool and keeps every content block (outside the PurrA contract).
+        ``approve=True`` approves this call in code; ``timeout`` is in seconds (at most 300)."""
+        from . import calls
+
+        return calls.call(self, tool, arguments, approve=approve, raw=raw, timeout=timeout)
 
     # --- display ---------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@
                          [--cursor ok|repeat|long|empty] [--duplicate-name] [--description-bytes N]
                          [--description TEXT]
                          [--no-tools-capability] [--list-changed-after-initialized]
+                         [--call-result ok|bad-structured|no-structured|xss]
 
 Faults: ``mute`` (answers nothing), ``garbage`` (a non-JSON stdout line before answering a ping),
 ``garbage-at-once`` (a non-JSON line right after ``notifications/initialized``), ``exit-on-initialize``
@@ -20,6 +21,34 @@ import argparse
 import json
 import sys
 
+XSS = [
+    "<script>window.__pwned = 1</script>",
+    "<img src=x onerror=window.__pwned=1>",
+    '"><svg onload=window.__pwned=1>',
+    "javascript:window.__pwned=1",
+]
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}},
+    "required": ["n"],
+    "additionalProperties": False,
+}
+XSS_OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "rows": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "link": {"type": "string"}},
+                "required": ["name", "link"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["rows"],
+    "additionalProperties": False,
+}
 SCHEMA = {
     "type": "object",
     "properties": {"x": {"type": "string", "description": "Any text."}},
@@ -40,7 +69,38 @@ def catalog(options: argparse.Namespace, changed: bool) -> list[dict]:
         names.append(names[0])
     if changed:
         names.append("tool_new")
-    return [{"name": name, "description": description, "inputSchema": SCHEMA} for name in names]
+    tools = [{"name": name, "description": description, "inputSchema": SCHEMA} for name in names]
+    if options.call_result in ("bad-structured", "no-structured"):
+        for tool in tools:
+            tool["outputSchema"] = OUTPUT_SCHEMA
+    if options.call_result == "xss":
+        for tool in tools:
+            tool["outputSchema"] = XSS_OUTPUT_SCHEMA
+        tools.append({"name": XSS[1], "description": XSS[0], "inputSchema": SCHEMA})
+    return tools
+
+
+def call_result(options: argparse.Namespace, tool: str) -> dict:
+    """What ``tools/call`` answers, by ``--call-result`` (with ``xss``, only ``tool_000`` answers in text
+    alone, so that it fits the PurrA profile; the others add an SVG, a PNG with markup, a link)."""
+    if options.call_result == "bad-structured":
+        return {"content": [{"type": "text", "text": "n is not a number"}], "structuredContent": {"n": "x"}}
+    if options.call_result == "no-structured":
+        return {"content": [{"type": "text", "text": "no structured content"}]}
+    if options.call_result == "xss":
+        rows = [{"name": payload, "link": "javascript:window.__pwned=1"} for payload in XSS]
+        blocks = [{"type": "text", "text": payload} for payload in XSS]
+        blocks += (
+            []
+            if tool == "tool_000"
+            else [
+                {"type": "image", "mimeType": "image/svg+xml", "data": "PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+"},
+                {"type": "image", "mimeType": "image/png", "data": '"><script>window.__pwned=1</script>'},
+                {"type": "resource_link", "name": XSS[0], "uri": "javascript:window.__pwned=1"},
+            ]
+        )
+        return {"content": blocks, "structuredContent": {"rows": rows}}
+    return {"content": [{"type": "text", "text": "ok"}]}
 
 
 def page(options: argparse.Namespace, tools: list[dict], cursor: str | None) -> dict:
@@ -73,6 +133,7 @@ def main() -> int:
     parser.add_argument("--description", default="A generated tool.")
     parser.add_argument("--no-tools-capability", action="store_true")
     parser.add_argument("--list-changed-after-initialized", action="store_true")
+    parser.add_argument("--call-result", choices=["ok", "bad-structured", "no-structured", "xss"], default="ok")
     options = parser.parse_args()
     changed = False
     for line in sys.stdin:
@@ -105,6 +166,8 @@ def main() -> int:
         elif method == "tools/list":
             cursor = (message.get("params") or {}).get("cursor")
             send({"jsonrpc": "2.0", "id": message["id"], "result": page(options, catalog(options, changed), cursor)})
+        elif method == "tools/call":
+            send({"jsonrpc": "2.0", "id": message["id"], "result": call_result(options, message["params"]["name"])})
         elif "id" in message:
             send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "method not found"}})
     return 0

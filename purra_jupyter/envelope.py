@@ -1,0 +1,235 @@
+"""Call results and their MIME bundles: PurrA envelopes and raw MCP results.
+
+Everything in a result came from a server nobody here trusts: the HTML fallbacks escape every
+string, show images only as data URIs of four raster types, and never make a URL clickable.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from .errors import McpSessionError
+from .wire import ENVELOPE_MIME, NOT_TABULAR, RAW_RESULT_MIME
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RAW_LABEL = "raw MCP result, outside the PurrA contract"
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_PREVIEW_ROWS = 50
+
+
+def records_in(value: Any) -> list[dict[str, Any]] | None:
+    """The list of records in ``value`` (a list of objects, or an object holding exactly one such list)."""
+    if isinstance(value, dict):
+        lists = [item for item in value.values() if _is_records(item)]
+        return lists[0] if len(lists) == 1 else None
+    return value if _is_records(value) else None
+
+
+def _is_records(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(item, dict) for item in value)
+
+
+def _status(error_code: str | None) -> str:
+    return "ok" if error_code is None else error_code
+
+
+def _header_html(kind: str, server: str, tool: str, error_code: str | None, elapsed_ms: float) -> str:
+    color = "#1a7f37" if error_code is None else "#cf222e"
+    return (
+        f"<div><b>{escape(kind)}</b> · <span style='color:{color};font-weight:bold'>{escape(_status(error_code))}"
+        f"</span> · {escape(server)} · <code>{escape(tool)}</code> · {elapsed_ms:.0f} ms</div>"
+    )
+
+
+def _pre(text: str) -> str:
+    return f"<pre style='white-space:pre-wrap'>{escape(text)}</pre>"
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _table_html(records: list[dict[str, Any]]) -> str:
+    columns = list(dict.fromkeys(key for record in records for key in record))
+    head = "".join(f"<th>{escape(str(column))}</th>" for column in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(_cell(record.get(column)))}</td>" for column in columns) + "</tr>"
+        for record in records[:_PREVIEW_ROWS]
+    )
+    more = f"<p>… {len(records) - _PREVIEW_ROWS} more rows</p>" if len(records) > _PREVIEW_ROWS else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+
+
+def _cell(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _frame(value: Any, what: str) -> pd.DataFrame:
+    import pandas as pd
+
+    records = records_in(value)
+    if records is None:
+        raise McpSessionError(NOT_TABULAR, f"The structured content of {what} holds no list of records.")
+    return pd.DataFrame.from_records(records)
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A call through a PurrA binding: exactly the JSON purra-mcp's handler returned, plus context.
+
+    ``message`` is the kit's own note on a failure it found (never the server's error text)."""
+
+    server: str
+    tool: str
+    json: str
+    error_code: str | None = None
+    elapsed_ms: float = 0.0
+    message: str = ""
+    _value: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_value", json.loads(self.json))
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code is None
+
+    @property
+    def text(self) -> list[str]:
+        return list(self._value["text"])
+
+    @property
+    def structured(self) -> Any:
+        return self._value["structured"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The envelope ``{"text": [...], "structured": ...}`` a PurrA host gets, as a fresh dict."""
+        return json.loads(self.json)
+
+    def to_frame(self) -> pd.DataFrame:
+        return _frame(self.structured, f"{self.tool}'s result")
+
+    def __repr__(self) -> str:
+        head = f"Envelope {self.server}/{self.tool}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms)"
+        lines = [head, *(f"  {line}" for line in [self.message] if line)]
+        lines += [f"  text: {block}" for block in self.text]
+        if self.structured is not None:
+            lines.append("  structured: " + json.dumps(self.structured, ensure_ascii=False)[:2000])
+        return "\n".join(lines)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        parts = [_header_html("PurrA envelope", self.server, self.tool, self.error_code, self.elapsed_ms)]
+        if self.message:
+            parts.append(f"<p>{escape(self.message)}</p>")
+        parts += [_pre(block) for block in self.text]
+        records = records_in(self.structured)
+        if records is not None:
+            parts.append(_table_html(records))
+        if self.structured is not None:
+            parts.append(_pre(_json_text(self.structured)))
+        data = {
+            "server": self.server,
+            "tool": self.tool,
+            "errorCode": self.error_code,
+            "elapsedMs": round(self.elapsed_ms, 3),
+            "message": self.message,
+            "envelope": self.to_dict(),
+        }
+        html = "<div class='purra-envelope'>" + "".join(parts) + "</div>"
+        return {ENVELOPE_MIME: data, "text/html": html, "text/plain": repr(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class RawResult:
+    """A raw ``tools/call`` result, every content block kept: for exploring tools outside the profile."""
+
+    server: str
+    tool: str
+    content: list[dict[str, Any]] = field(default_factory=list)
+    structured_content: Any = None
+    is_error: bool = False
+    error_code: str | None = None
+    elapsed_ms: float = 0.0
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code is None
+
+    def to_frame(self) -> pd.DataFrame:
+        return _frame(self.structured_content, f"{self.tool}'s raw result")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"content": self.content, "structuredContent": self.structured_content, "isError": self.is_error}
+
+    def __repr__(self) -> str:
+        head = (
+            f"RawResult {self.server}/{self.tool}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms) — {RAW_LABEL}"
+        )
+        lines = [head, *(f"  {line}" for line in [self.message] if line)]
+        for block in self.content:
+            lines.append(f"  {block.get('type')}: {_block_text(block)[:500]}")
+        if self.structured_content is not None:
+            lines.append("  structuredContent: " + json.dumps(self.structured_content, ensure_ascii=False)[:2000])
+        return "\n".join(lines)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        parts = [_header_html(RAW_LABEL, self.server, self.tool, self.error_code, self.elapsed_ms)]
+        if self.message:
+            parts.append(f"<p>{escape(self.message)}</p>")
+        parts += [_block_html(block) for block in self.content]
+        if self.structured_content is not None:
+            parts.append(_pre(_json_text(self.structured_content)))
+        data = {
+            "server": self.server,
+            "tool": self.tool,
+            "errorCode": self.error_code,
+            "elapsedMs": round(self.elapsed_ms, 3),
+            "message": self.message,
+            "result": self.to_dict(),
+        }
+        html = "<div class='purra-raw-result'>" + "".join(parts) + "</div>"
+        return {RAW_RESULT_MIME: data, "text/html": html, "text/plain": repr(self)}
+
+
+def _block_text(block: dict[str, Any]) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind in ("image", "audio"):
+        return f"{block.get('mimeType')} ({len(str(block.get('data', '')))} base64 chars)"
+    if kind == "resource_link":
+        return f"{block.get('name')} <{block.get('uri')}>"
+    if kind == "resource":
+        resource = block.get("resource") or {}
+        return f"{resource.get('uri')}: {resource.get('text', '(binary)')}"
+    return json.dumps(block, ensure_ascii=False)
+
+
+def image_data_uri(block: dict[str, Any]) -> str | None:
+    """A data URI for a PNG, JPEG, GIF or WebP block whose data is really base64; else ``None``."""
+    mime = block.get("mimeType")
+    data = block.get("data")
+    if mime not in IMAGE_TYPES or not isinstance(data, str):
+        return None
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return f"data:{mime};base64,{data}"
+
+
+def _block_html(block: dict[str, Any]) -> str:
+    if block.get("type") == "image":
+        uri = image_data_uri(block)
+        if uri is not None:
+            return f"<img alt='image from the server' src=\"{escape(uri, quote=True)}\">"
+    label = escape(str(block.get("type")))
+    return f"<div><small>{label}</small>{_pre(_block_text(block))}</div>"

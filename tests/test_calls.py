@@ -1,0 +1,282 @@
+"""Tool calls: PurrA envelopes equal purra-mcp's, every error code from the input that causes it,
+raw exploration results, and HTML that no server text can break."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from conftest import demo_config, raw_config, wait_until
+from purra.contracts import ToolPolicy
+from purra_mcp import McpToolBinding, discover_mcp_tools
+
+import purra_jupyter as pj
+from purra_jupyter.catalog import call_limits
+from purra_jupyter.envelope import Envelope, RawResult
+
+ROOT = Path(__file__).parent.parent
+EVERYTHING = ROOT / "tests/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+EMPTY = {"text": [], "structured": None}
+
+
+@pytest.fixture
+def demo() -> Iterator[pj.McpSession]:
+    with pj.connect(demo_config()) as session:
+        yield session
+
+
+def counts(session: pj.McpSession) -> dict[str, int]:
+    """The demo server's own count of the tools/call requests it received."""
+    result = session._request(lambda client: client.call_tool("call_counts", {}))
+    return result.structuredContent["counts"]
+
+
+def test_an_ok_envelope_with_text_structured_and_a_table(demo: pj.McpSession) -> None:
+    envelope = demo.call("search_documents", {"query": "PurrA envelope", "limit": 3}, approve=True)
+    assert isinstance(envelope, Envelope)
+    assert envelope.ok and envelope.error_code is None
+    assert envelope.server == "demo" and envelope.tool == "search_documents"
+    assert envelope.text and envelope.structured["hits"]
+    assert envelope.to_dict() == {"text": envelope.text, "structured": envelope.structured}
+    frame = envelope.to_frame()
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame.columns) == ["id", "title", "score"] and len(frame) == len(envelope.structured["hits"])
+    assert envelope.elapsed_ms > 0
+    assert demo.catalog["search_documents"].bound_as == "search_documents"  # bound by the approved call
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.call("echo", {"text": "x"}, approve=True).to_frame()
+    assert caught.value.code == "mcp_result_not_tabular"
+
+
+def test_the_envelope_equals_what_purras_registration_returns(demo: pj.McpSession) -> None:
+    bindings = {name: McpToolBinding(name, ToolPolicy(mode="read", title=name, risk_level="read"), None)
+                for name in ("search_documents", "fail")}  # fmt: skip
+    for name in bindings:
+        demo.bind(name)
+    host = demo._request(
+        lambda client: discover_mcp_tools(client, "demo", bindings, monitor=demo.monitor, limits=call_limits(demo))
+    )
+    handlers = {registration.schema.name: registration.handler for registration in host.registrations}
+    for name, arguments in [("search_documents", {"query": "jupyter", "limit": 2}), ("fail", {"message": "x"})]:
+        expected = demo._request(lambda client, n=name, a=arguments: handlers[n](None, a))
+        envelope = demo.call(name, arguments, approve=True)
+        assert envelope.json == expected.content
+        assert envelope.error_code == expected.error_code
+    assert demo.bindings["revisionDigest"] == host.snapshot.revision_digest
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code"),
+    [
+        ("fail", {"message": "boom"}, "mcp_tool_error"),
+        ("get_document", {"id": "doc-404"}, "mcp_tool_error"),
+        ("tiny_image", {}, "mcp_result_unsupported"),
+        ("echo", {"text": "x" * 40_000}, "mcp_result_too_large"),
+    ],
+)
+def test_tool_failures_come_back_as_envelopes_with_purras_code(
+    demo: pj.McpSession, tool: str, arguments: dict, code: str
+) -> None:
+    envelope = demo.call(tool, arguments, approve=True)
+    assert envelope.error_code == code and not envelope.ok
+    assert envelope.to_dict() == EMPTY  # remote error text never enters the envelope
+    assert "boom" not in repr(envelope)
+    assert any(f"{tool} (purra)" in row.detail and code in row.detail for row in demo.log.events("call"))
+
+
+@pytest.mark.parametrize(
+    ("mode", "code"), [("bad-structured", "mcp_result_invalid"), ("no-structured", "mcp_result_invalid")]
+)
+def test_results_that_break_the_declared_output_schema_are_invalid(mode: str, code: str) -> None:
+    with pj.connect(raw_config("raw", "--call-result", mode)) as session:
+        envelope = session.call("tool_000", {"x": "y"}, approve=True)
+        assert envelope.error_code == code and envelope.to_dict() == EMPTY
+
+
+def test_invalid_arguments_are_refused_before_anything_is_sent(demo: pj.McpSession) -> None:
+    for arguments in ({"text": 3}, {}, {"text": "x", "extra": 1}):
+        envelope = demo.call("echo", arguments, approve=True)
+        assert envelope.error_code == "mcp_invalid_arguments"
+        assert "nothing was sent" in envelope.message
+    raw = demo.call("greet", {"name": 3}, raw=True, approve=True)
+    assert raw.error_code == "mcp_invalid_arguments" and "$.name" in raw.message
+    assert "echo" not in counts(demo) and "greet" not in counts(demo)
+
+
+def test_scope_denial_timeout_stale_and_closed(demo: pj.McpSession) -> None:
+    demo.bind("echo", scope_validator=lambda state, arguments, signal=None: "not this text")
+    assert demo.call("echo", {"text": "x"}, approve=True).error_code == "mcp_scope_denied"
+
+    started = time.monotonic()
+    timed_out = demo.call("sleep", {"seconds": 5}, approve=True, timeout=0.5)
+    assert timed_out.error_code == "mcp_timeout" and time.monotonic() - started < 1.5
+    assert "0.5 s" in timed_out.message
+    assert demo.call("add", {"a": 1, "b": 2}, approve=True).structured == {"sum": 3}  # still usable
+
+    demo._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+    wait_until(lambda: demo.state == "stale", what="stale")
+    assert demo.call("add", {"a": 1, "b": 2}, approve=True).error_code == "mcp_catalog_stale"
+    assert demo.call("greet", {"name": "x"}, approve=True, raw=True).error_code == "mcp_catalog_stale"
+    demo.refresh()
+    assert demo.call("add", {"a": 1, "b": 2}, approve=True).ok
+
+    demo.close()
+    assert demo.call("add", {"a": 1, "b": 2}, approve=True).error_code == "mcp_connection_closed"
+    assert demo.call("greet", {"name": "x"}, approve=True, raw=True).error_code == "mcp_connection_closed"
+
+
+def test_a_stale_binding_registration_reports_stale_by_itself(demo: pj.McpSession) -> None:
+    """Even past the kit's own check, purra-mcp's handler refuses a stale binding."""
+    demo.bind("add")
+    demo.monitor._revision += 1  # what a tools/list_changed does, without the session noticing yet
+    envelope = demo.call("add", {"a": 1, "b": 2}, approve=True)
+    assert envelope.error_code == "mcp_catalog_stale"
+
+
+def test_approval_policies_and_refusals(demo: pj.McpSession) -> None:
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.call("echo", {"text": "x"})
+    assert caught.value.code == "mcp_approval_required"
+    denied = demo.call("echo", {"text": "x"}, approve=False)
+    assert denied.error_code == "mcp_approval_denied" and denied.to_dict() == EMPTY
+    assert "echo" not in counts(demo)
+    with pj.connect(demo_config("denying"), approval="deny") as denying:
+        assert denying.call("echo", {"text": "x"}).error_code == "mcp_approval_denied"
+    with pj.connect(demo_config("auto"), approval="auto") as auto:
+        assert auto.call("echo", {"text": "x"}).ok
+        assert any("auto policy" in row.detail for row in auto.log.events("approval"))
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.call("no_such_tool", {}, approve=True)
+    assert caught.value.code == "mcp_binding_missing"
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.call("echo", {"text": "x"}, approve=True, timeout=301)
+    assert caught.value.code == "mcp_config_invalid"
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.call("greet", {"name": "x"}, approve=True)  # outside the profile: raw only
+    assert caught.value.code == "mcp_schema_unsupported"
+
+
+def test_local_names_and_the_call_log(demo: pj.McpSession) -> None:
+    demo.bind("add", local_name="plus")
+    envelope = demo.call("plus", {"a": 2, "b": 3}, approve=True)
+    assert envelope.tool == "plus" and envelope.structured == {"sum": 5}
+    assert demo.call("add", {"a": 1, "b": 1}, approve=True).tool == "plus"  # the remote name works too
+    assert [row.detail.split(":")[0] for row in demo.log.events("call")][-2:] == [
+        row.detail.split(":")[0] for row in demo.log.events("call")[-2:]
+    ]
+    assert re.search(r"plus \(purra\) \d+ ms: ok", demo.log.events("call")[-1].detail)
+    assert any("approved in code" in row.detail for row in demo.log.events("approval"))
+
+
+def test_interrupt_during_a_call_gives_mcp_interrupted_and_the_session_survives(demo: pj.McpSession) -> None:
+    demo.bind("sleep")
+
+    def interrupt_when_the_server_sleeps() -> None:
+        wait_until(lambda: "sleep: 20" in demo.stderr, what="the server to start sleeping")
+        os.kill(os.getpid(), signal.SIGINT)
+
+    watcher = threading.Thread(target=interrupt_when_the_server_sleeps)
+    watcher.start()
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.call("sleep", {"seconds": 20}, approve=True)
+    watcher.join()
+    assert caught.value.code == "mcp_interrupted"
+    assert demo.call("echo", {"text": "after"}, approve=True).structured == {"text": "after"}
+
+
+def test_published_time_server_envelopes() -> None:
+    config = pj.ServerConfig("time", command=str(Path(sys.executable).parent / "mcp-server-time"))
+    with pj.connect(config) as session:
+        session.bind("get_current_time")
+        ok = session.call("get_current_time", {"timezone": "UTC"}, approve=True)
+        assert ok.ok and ok.structured is None  # it declares no output schema: text only
+        assert json.loads(ok.text[0])["timezone"] == "UTC"
+        bad = session.call("get_current_time", {"timezone": "Mars/Olympus_Mons"}, approve=True)
+        assert bad.error_code == "mcp_tool_error" and bad.to_dict() == EMPTY
+
+
+def test_raw_results_from_the_published_everything_server() -> None:
+    assert EVERYTHING.exists(), "scripts/test installs tests/servers' npm packages"
+    config = pj.ServerConfig("everything", command="node", args=[str(EVERYTHING), "stdio"])
+    with pj.connect(config) as session:
+        assert session.state == "ready"
+        assert not session.catalog["echo"].callable  # draft-07 $schema: outside the profile
+        echo = session.call("echo", {"message": "hi"}, raw=True, approve=True)
+        assert isinstance(echo, RawResult) and echo.ok
+        assert echo.content == [{"type": "text", "text": "Echo: hi"}]
+        image = session.call("get-tiny-image", {}, raw=True, approve=True)
+        kinds = [block["type"] for block in image.content]
+        assert "image" in kinds and "text" in kinds
+        png = next(block for block in image.content if block["type"] == "image")
+        assert png["mimeType"] == "image/png"
+        assert f'src="data:image/png;base64,{png["data"]}"' in image._repr_mimebundle_()["text/html"]
+        refused = session.call("echo", {"message": 3}, raw=True, approve=True)
+        assert refused.error_code == "mcp_invalid_arguments" and refused.content == []
+        assert "raw MCP result, outside the PurrA contract" in repr(echo)
+        assert [row.detail.split(":")[0] for row in session.log.events("call")][-1] == "echo (raw)"
+
+
+def test_raw_results_keep_errors_and_limits(demo: pj.McpSession) -> None:
+    failed = demo.call("fail", {"message": "visible in raw"}, raw=True, approve=True)
+    assert failed.is_error and failed.error_code == "mcp_tool_error"
+    assert failed.content == [{"type": "text", "text": "visible in raw"}]
+    big = demo.call("echo", {"text": "x" * 40_000}, raw=True, approve=True)
+    assert big.error_code == "mcp_result_too_large" and big.content == []
+    slow = demo.call("sleep", {"seconds": 5}, raw=True, approve=True, timeout=0.5)
+    assert slow.error_code == "mcp_timeout"
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def unsafe_markup(html: str) -> list[str]:
+    """What in ``html`` a browser would run or follow: script-capable tags, event handlers, links,
+    and images that are not data URIs of the four raster types."""
+    parser = _Tags()
+    parser.feed(html)
+    found = []
+    for tag, attrs in parser.tags:
+        if tag in {"script", "svg", "iframe", "object", "embed", "a", "link", "style", "form"}:
+            found.append(tag)
+        found += [f"{tag}[{name}]" for name in attrs if name.startswith("on") or name in {"href", "action"}]
+        if tag == "img" and not re.fullmatch(r"data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]*",
+                                             attrs.get("src") or ""):  # fmt: skip
+            found.append(f"img[src={attrs.get('src')}]")
+    return found
+
+
+def html_of(obj: Any) -> str:
+    return obj._repr_mimebundle_()["text/html"]
+
+
+def test_server_text_is_escaped_in_every_html_bundle() -> None:
+    with pj.connect(raw_config("xss", "--tools", "2", "--call-result", "xss")) as session:
+        bundles = [html_of(session.catalog), html_of(session.log)]
+        envelope = session.call("tool_000", {"x": "<script>"}, approve=True)
+        assert envelope.ok, envelope
+        bundles.append(html_of(envelope))
+        raw = session.call("tool_001", {"x": "y"}, raw=True, approve=True)
+        bundles.append(html_of(raw))
+        for html in bundles:
+            assert unsafe_markup(html) == []
+        assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in html_of(envelope)
+        assert "<img" not in html_of(raw)  # the SVG and the PNG with markup in its data are shown as text
+        assert "image/svg+xml" in html_of(raw)
+        json.dumps(envelope._repr_mimebundle_()["application/vnd.purra.envelope+json"])  # plain JSON data
