@@ -1,14 +1,18 @@
 """Tool calls: through a PurrA binding (an ``Envelope``) or raw, for exploration (a ``RawResult``).
 
-The PurrA path runs purra-mcp's own registration handler, so the envelope is byte for byte what a
-host gets. Tool failures never raise: they come back with an ``error_code``.
+A call is planned (names resolved, arguments checked, nothing sent), then approved, then executed
+on the loop. The PurrA path runs purra-mcp's own registration handler, so the envelope is byte for
+byte what a host gets. Tool failures never raise: they come back with an ``error_code``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import catalog as catalog_layer
@@ -16,7 +20,6 @@ from .envelope import Envelope, RawResult
 from .errors import McpSessionError
 from .wire import (
     APPROVAL_DENIED,
-    APPROVAL_REQUIRED,
     BINDING_MISSING,
     CATALOG_STALE,
     CLOSED,
@@ -34,44 +37,185 @@ from .wire import (
 
 if TYPE_CHECKING:
     from mcp import ClientSession
-    from purra.ports import ToolRegistration
 
     from .session import McpSession
 
 EMPTY_ENVELOPE = '{"text":[],"structured":null}'  # purra-mcp's envelope on every failure
 MAX_TIMEOUT_SECONDS = 300.0
+Result = Envelope | RawResult
 
 
-def call(
-    session: McpSession,
-    name: str,
-    arguments: Mapping[str, Any] | None = None,
-    *,
-    approve: bool | None = None,
-    raw: bool = False,
-    timeout: float | None = None,
-) -> Envelope | RawResult:
-    """Call tool ``name`` (local or remote) once the call is approved; see ``McpSession.call``."""
-    arguments = dict(arguments or {})
-    limit = _timeout(session, timeout)
+@dataclass(frozen=True, slots=True)
+class CallPlan:
+    """One call, resolved and checked, not yet sent. ``arguments`` is a private JSON copy."""
+
+    session: McpSession
+    remote: str
+    arguments: dict[str, Any]
+    raw: bool
+    timeout: float
+
+    @property
+    def local(self) -> str:
+        """The name the result carries: the binding's local name (or the one a call would bind)."""
+        binding = self.session._bindings.get(self.remote)
+        if self.raw:
+            return self.remote
+        return binding.local_name if binding else catalog_layer.default_local_name(self.remote)
+
+    @property
+    def declaration(self) -> str | None:
+        """What approving this call also declares: binding an unbound tool as a read tool."""
+        if self.raw or self.remote in self.session._bindings:
+            return None
+        return f"bind {self.remote} as read tool {self.local}"
+
+    def fail(self, code: str, message: str, elapsed_ms: float = 0.0) -> Result:
+        session = self.session
+        if self.raw:
+            return RawResult(session.name, self.remote, error_code=code, elapsed_ms=elapsed_ms, message=message)
+        return Envelope(session.name, self.local, EMPTY_ENVELOPE, code, elapsed_ms, message)
+
+
+def plan_call(
+    session: McpSession, name: str, arguments: Mapping[str, Any] | None, *, raw: bool, timeout: float | None
+) -> CallPlan:
+    """Resolve ``name`` (local or remote) and copy ``arguments``; usage errors raise here."""
     remote = _remote_name(session, name)
-    fail = _raw_failure if raw else _envelope_failure
+    try:
+        copied = json.loads(json.dumps(dict(arguments or {}), allow_nan=False))
+    except (TypeError, ValueError) as error:
+        raise McpSessionError(INVALID_ARGUMENTS, f"The arguments are not plain JSON: {error}.") from None
+    plan = CallPlan(session, remote, copied, raw, _timeout(session, timeout))
+    if not raw and remote not in session._bindings and remote in session.catalog:
+        tool = session.catalog[remote]
+        if not tool.callable:
+            raise McpSessionError(
+                "mcp_schema_unsupported" if tool.input_verdict != "compatible" or tool.output_verdict == "unsupported"
+                else "mcp_tool_unsupported",
+                f"'{remote}' cannot be called as a PurrA read tool: {'; '.join(tool.reasons)}. "
+                "Explore it with raw=True.",
+            )  # fmt: skip
+    return plan
+
+
+def refusal(plan: CallPlan) -> Result | None:
+    """A result that settles the call before any approval: closed or stale session, bad arguments."""
+    session = plan.session
     if session.state in (CLOSED, FAILED):
-        return fail(session, remote, CONNECTION_CLOSED, f"the session is {session.state}")
+        return logged(plan, plan.fail(CONNECTION_CLOSED, f"the session is {session.state}; nothing was sent"))
     if session.state == STALE:
-        return fail(session, remote, CATALOG_STALE, "the tools changed since they were listed; call refresh()")
-    how = _approval(session, approve)
-    if how is None:
-        session.log.add(EVENT_APPROVAL, f"denied {remote}")
-        return fail(session, remote, APPROVAL_DENIED, "the call was denied; nothing was sent")
-    session.log.add(EVENT_APPROVAL, f"{how}: {remote}")
-    if raw:
-        return _call_raw(session, remote, arguments, limit)
-    if remote not in session._bindings:
-        # Approving a call of an unbound tool is the person's declaration that it is a read tool.
-        catalog_layer.bind(session, remote)
-        session.log.add(EVENT_APPROVAL, f"{how}: bound {remote} as a read tool for this call")
-    return _call_bound(session, remote, arguments, limit)
+        return logged(plan, plan.fail(CATALOG_STALE, "the tools changed since they were listed; call refresh()"))
+    problem = _argument_problem(plan)
+    if problem:
+        return logged(plan, plan.fail(INVALID_ARGUMENTS, f"{problem}; nothing was sent"))
+    return None
+
+
+def run(plan: CallPlan, how: str) -> Result:
+    """Execute an approved call and wait for it (the kernel waits; an interrupt raises)."""
+    approved(plan, how)
+    started = time.perf_counter()
+    try:
+        result = plan.session._request(lambda client: execute(plan, client), timeout=plan.timeout)
+    except McpSessionError as error:
+        result = settle(plan, error, started)
+    return logged(plan, result)
+
+
+def submit(plan: CallPlan, how: str, done: Callable[[Result], None]) -> Future[Any]:
+    """Execute an approved call on the loop without waiting; ``done(result)`` gets the result."""
+    approved(plan, how)
+    started = time.perf_counter()
+    future = plan.session._submit(lambda client: execute(plan, client), timeout=plan.timeout)
+
+    def finished(future: Future[Any]) -> None:
+        if future.cancelled():
+            result = plan.fail("mcp_interrupted", "the call was cancelled")
+        elif future.exception() is not None:
+            result = settle(plan, plan.session.translate_error(future.exception()), started)
+        else:
+            result = future.result()
+        done(logged(plan, result))
+
+    future.add_done_callback(finished)
+    return future
+
+
+def denied(plan: CallPlan, how: str) -> Result:
+    plan.session.log.add(EVENT_APPROVAL, f"denied {plan.remote} ({how}), args {arguments_digest(plan)[:12]}")
+    return logged(plan, plan.fail(APPROVAL_DENIED, "the call was denied; nothing was sent"))
+
+
+def approved(plan: CallPlan, how: str) -> None:
+    declaration = f"; declares: {plan.declaration}" if plan.declaration else ""
+    plan.session.log.add(EVENT_APPROVAL, f"{how}: {plan.remote}, args {arguments_digest(plan)[:12]}{declaration}")
+
+
+def arguments_digest(plan: CallPlan) -> str:
+    from purra.structured import json_identity_digest
+
+    try:
+        return json_identity_digest(plan.arguments)
+    except (TypeError, ValueError):
+        return json_identity_digest({"json": json.dumps(plan.arguments, sort_keys=True)})
+
+
+def settle(plan: CallPlan, error: BaseException, started: float) -> Result:
+    """A timeout or a lost connection is the call's result; anything else is raised."""
+    if isinstance(error, McpSessionError) and error.code in (TIMEOUT, CONNECTION_CLOSED):
+        return plan.fail(error.code, error.message, (time.perf_counter() - started) * 1000)
+    raise error
+
+
+async def execute(plan: CallPlan, client: ClientSession) -> Result:
+    """Bind if the approval declared it, then call: purra-mcp's handler, or a raw ``tools/call``."""
+    session = plan.session
+    if plan.raw:
+        return await _call_raw(plan, client)
+    if plan.remote not in session._bindings:
+        binding = catalog_layer.make_binding(
+            plan.remote, local_name=None, title=None, scope_validator=None, concurrency_safe=False
+        )
+        try:
+            await catalog_layer.bind_in_loop(session, client, plan.remote, binding)
+        except Exception as error:
+            raise catalog_layer.explained(session, plan.remote, session.translate_error(error)) from error
+    registration = next(r for r in session._purra_catalog.registrations if r.schema.name == plan.local)
+    started = time.perf_counter()
+    result = await registration.handler(None, plan.arguments)
+    elapsed = (time.perf_counter() - started) * 1000
+    return Envelope(session.name, plan.local, result.content, result.error_code, elapsed)
+
+
+async def _call_raw(plan: CallPlan, client: ClientSession) -> RawResult:
+    from mcp import types
+    from purra_mcp import McpAdapterError, _bytes, _request
+
+    session = plan.session
+    limits = catalog_layer.call_limits(session)
+    params = types.CallToolRequestParams(name=plan.remote, arguments=plan.arguments)
+    started = time.perf_counter()
+    try:
+        result = await _request(
+            client, types.ClientRequest(types.CallToolRequest(params=params)), types.CallToolResult, limits, None
+        )
+    except McpAdapterError as error:
+        return plan.fail(error.code, "purra-mcp refused the answer", (time.perf_counter() - started) * 1000)
+    elapsed = (time.perf_counter() - started) * 1000
+    dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if len(result.content) > limits.max_content_blocks or _bytes(dumped) > limits.max_result_bytes:
+        message = f"over {limits.max_content_blocks} blocks or {limits.max_result_bytes} bytes; nothing is shown"
+        return plan.fail(RESULT_TOO_LARGE, message, elapsed)
+    return RawResult(
+        session.name,
+        plan.remote,
+        content=dumped.get("content", []),
+        structured_content=result.structuredContent,
+        is_error=bool(result.isError),
+        error_code=TOOL_ERROR if result.isError else None,
+        elapsed_ms=elapsed,
+    )
 
 
 def _timeout(session: McpSession, timeout: float | None) -> float:
@@ -92,109 +236,31 @@ def _remote_name(session: McpSession, name: str) -> str:
     raise McpSessionError(BINDING_MISSING, f"'{session.name}' has no tool or binding '{name}'; it lists: {listed}.")
 
 
-def _approval(session: McpSession, approve: bool | None) -> str | None:
-    """How the call was approved, or ``None`` when it is denied."""
-    if approve is True:
-        return "approved in code"
-    if approve is False or (approve is None and session.approval == "deny"):
-        return None
-    if session.approval == "auto":
-        return "approved by the session's auto policy"
-    raise McpSessionError(
-        APPROVAL_REQUIRED,
-        f"Calls on '{session.name}' need an approval: pass approve=True to approve this call in code, "
-        "or connect with approval='auto'.",
-    )
+def _argument_problem(plan: CallPlan) -> str:
+    """Where the arguments break the contract: PurrA's for the PurrA path (the binding's own contract,
+    built by purra-mcp from the listed schema), the tool's own JSON Schema for the raw path."""
+    schema = plan.session.catalog[plan.remote].input_schema
+    if plan.raw:
+        return raw_argument_problem(schema, plan.arguments)
+    return contract_problem(schema, plan.arguments, catalog_layer.call_limits(plan.session))
 
 
-def _call_bound(session: McpSession, remote: str, arguments: dict[str, Any], limit: float) -> Envelope:
+def contract_problem(schema: Mapping[str, Any], arguments: Any, limits: Any) -> str:
+    """Where ``arguments`` break PurrA's contract for ``schema`` (``""`` when they fit)."""
     from purra.structured import StructuredOutputError
+    from purra_mcp import _remote_contract
 
-    registration = _registration(session, remote)
-    local = registration.schema.name
+    contract, _ = _remote_contract(schema, limits)
     try:
-        registration.argument_contract.validate_value(arguments)
+        contract.validate_value(arguments)
     except StructuredOutputError as error:
-        where = f"{error.details.get('path', '$')} ({error.details.get('keyword', 'schema')})"
-        message = f"the arguments do not fit the tool's contract at {where}; nothing was sent"
-        return _logged(session, Envelope(session.name, local, EMPTY_ENVELOPE, INVALID_ARGUMENTS, 0.0, message), "purra")
-
-    async def handle(client: ClientSession) -> Any:
-        return await registration.handler(None, arguments)
-
-    started = time.perf_counter()
-    result, code, message = _run(session, handle, limit)
-    elapsed = (time.perf_counter() - started) * 1000
-    if result is None:
-        return _logged(session, Envelope(session.name, local, EMPTY_ENVELOPE, code, elapsed, message), "purra")
-    return _logged(session, Envelope(session.name, local, result.content, result.error_code, elapsed), "purra")
+        return f"the arguments do not fit the tool's contract at {error.details.get('path', '$')} " + (
+            f"({error.details.get('keyword', 'schema')})"
+        )
+    return ""
 
 
-def _registration(session: McpSession, remote: str) -> ToolRegistration:
-    local = session._bindings[remote].local_name
-    assert session._purra_catalog is not None
-    return next(r for r in session._purra_catalog.registrations if r.schema.name == local)
-
-
-def _run(
-    session: McpSession, func: Callable[[ClientSession], Awaitable[Any]], limit: float
-) -> tuple[Any, str | None, str]:
-    """Run on the loop; a timeout or a lost connection becomes a code (the session stays usable)."""
-    try:
-        return session._request(func, timeout=limit), None, ""
-    except McpSessionError as error:
-        if error.code in (TIMEOUT, CONNECTION_CLOSED):
-            return None, error.code, error.message
-        raise
-
-
-def _call_raw(session: McpSession, remote: str, arguments: dict[str, Any], limit: float) -> RawResult:
-    from mcp import types
-    from purra_mcp import McpAdapterError, _bytes, _request
-
-    problem = _raw_argument_problem(session.catalog[remote].input_schema, arguments)
-    if problem:
-        return _raw_failure(session, remote, INVALID_ARGUMENTS, problem)
-    limits = catalog_layer.call_limits(session)
-    request = types.ClientRequest(
-        types.CallToolRequest(params=types.CallToolRequestParams(name=remote, arguments=arguments))
-    )
-
-    async def send(client: ClientSession) -> Any:
-        try:
-            return await _request(client, request, types.CallToolResult, limits, None)
-        except McpAdapterError as error:
-            return error.code
-
-    started = time.perf_counter()
-    result, code, message = _run(session, send, limit)
-    elapsed = (time.perf_counter() - started) * 1000
-    if isinstance(result, str):
-        code, message, result = result, "purra-mcp refused the answer", None
-    if result is None:
-        return _logged(session, RawResult(session.name, remote, error_code=code, elapsed_ms=elapsed,
-                                          message=message), "raw")  # fmt: skip
-    dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if len(result.content) > limits.max_content_blocks or _bytes(dumped) > limits.max_result_bytes:
-        return _logged(session, RawResult(session.name, remote, error_code=RESULT_TOO_LARGE, elapsed_ms=elapsed,
-                       message=f"over {limits.max_content_blocks} blocks or {limits.max_result_bytes} bytes; "
-                       "nothing of it is shown"), "raw")  # fmt: skip
-    return _logged(
-        session,
-        RawResult(
-            session.name,
-            remote,
-            content=dumped.get("content", []),
-            structured_content=result.structuredContent,
-            is_error=bool(result.isError),
-            error_code=TOOL_ERROR if result.isError else None,
-            elapsed_ms=elapsed,
-        ),
-        "raw",
-    )
-
-
-def _raw_argument_problem(schema: Mapping[str, Any], arguments: dict[str, Any]) -> str:
+def raw_argument_problem(schema: Mapping[str, Any], arguments: Any) -> str:
     """The first way ``arguments`` break the tool's own schema (draft as it declares), or ``""``."""
     import jsonschema
     from jsonschema.exceptions import best_match
@@ -203,22 +269,14 @@ def _raw_argument_problem(schema: Mapping[str, Any], arguments: dict[str, Any]) 
         validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         error = best_match(validator_class(schema).iter_errors(arguments))
     except Exception as exc:  # a server's schema can break a validator in many ways: refuse, do not crash
-        return f"the tool's own input schema cannot check arguments ({exc.__class__.__name__}); nothing was sent"
+        return f"the tool's own input schema cannot check arguments ({exc.__class__.__name__})"
     if error is None:
         return ""
     return f"{error.json_path}: {error.message}"
 
 
-def _envelope_failure(session: McpSession, remote: str, code: str, message: str) -> Envelope:
-    local = session._bindings[remote].local_name if remote in session._bindings else remote
-    return _logged(session, Envelope(session.name, local, EMPTY_ENVELOPE, code, 0.0, message), "purra")
-
-
-def _raw_failure(session: McpSession, remote: str, code: str, message: str) -> RawResult:
-    return _logged(session, RawResult(session.name, remote, error_code=code, message=message), "raw")
-
-
-def _logged(session: McpSession, result: Any, path: str) -> Any:
+def logged(plan: CallPlan, result: Result) -> Result:
+    path = "raw" if plan.raw else "purra"
     ms = "" if math.isclose(result.elapsed_ms, 0.0) else f" {result.elapsed_ms:.0f} ms"
-    session.log.add(EVENT_CALL, f"{result.tool} ({path}){ms}: {result.error_code or 'ok'}")
+    plan.session.log.add(EVENT_CALL, f"{result.tool} ({path}){ms}: {result.error_code or 'ok'}")
     return result

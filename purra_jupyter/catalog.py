@@ -632,11 +632,16 @@ def bind(
     binding = make_binding(
         remote, local_name=local_name, title=title, scope_validator=scope_validator, concurrency_safe=concurrency_safe
     )
-    bindings = {**current, remote: binding}
     try:
-        found = session._request(lambda client: discover(session, client, bindings), timeout=math.inf)
+        return session._request(lambda client: bind_in_loop(session, client, remote, binding), timeout=math.inf)
     except McpSessionError as error:
-        raise _explained(session, remote, error) from error
+        raise explained(session, remote, error) from error
+
+
+async def bind_in_loop(session: McpSession, client: ClientSession, remote: str, binding: McpToolBinding) -> dict:
+    """Add ``binding`` through purra-mcp with every current binding (on the loop); returns its entry."""
+    bindings = {**session._bindings, remote: binding}
+    found = await discover(session, client, bindings)
     _install(session, bindings, found)
     session.log.add(EVENT_BIND, f"bound {remote} as read tool {binding.local_name}")
     return next(entry for entry in found.snapshot.to_mapping()["entries"] if entry["remoteName"] == remote)
@@ -688,9 +693,10 @@ def _install(
     session._purra_catalog = found
     names = {remote: binding.local_name for remote, binding in bindings.items()}
     session._catalog = session._catalog.with_bindings(names, dropped)
+    session.bound_count = len(bindings)
 
 
-def _explained(session: McpSession, remote: str, error: McpSessionError) -> McpSessionError:
+def explained(session: McpSession, remote: str, error: McpSessionError) -> McpSessionError:
     """purra-mcp's code, with the tool's reasons (or a plain sentence) as the message."""
     catalog = session._catalog
     if error.code == BINDING_MISSING:

@@ -15,6 +15,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from concurrent.futures import Future
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,7 +23,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-from traitlets import Enum, HasTraits
+from traitlets import Enum, HasTraits, Int
 
 from . import runner
 from .config import ServerConfig, redact_url
@@ -58,8 +59,10 @@ if TYPE_CHECKING:
     from mcp import ClientSession
     from purra_mcp import McpCatalogMonitor, McpToolBinding, McpToolCatalog, McpToolLimits
 
+    from .approval import PendingCall
     from .catalog import Catalog
     from .envelope import Envelope, RawResult
+    from .status import SessionStatus
 
 T = TypeVar("T")
 
@@ -162,6 +165,7 @@ class McpSession(HasTraits):
     """One monitored connection to one MCP server. Open it with ``connect()``."""
 
     state = Enum(STATES, default_value=CONNECTING, help="ready | stale | closed | failed")
+    bound_count = Int(0, help="how many tools are bound (changes with bind, unbind and refresh)")
 
     def __init__(self, config: ServerConfig, *, approval: str = "prompt", limits: McpToolLimits | None = None) -> None:
         super().__init__()
@@ -350,7 +354,14 @@ class McpSession(HasTraits):
         return (time.perf_counter() - started) * 1000
 
     def _request(self, func: Callable[[ClientSession], Awaitable[T]], *, timeout: float | None = None) -> T:
-        """Run ``func(client)`` on the loop within ``timeout`` seconds (default: the config's)."""
+        """Run ``func(client)`` on the loop within ``timeout`` seconds (default: the config's) and wait."""
+        future = self._submit(func, timeout=timeout)
+        with self._translate_errors():
+            return runner.wait(future)
+
+    def _submit(self, func: Callable[[ClientSession], Awaitable[T]], *, timeout: float | None = None) -> Future[T]:
+        """Schedule ``func(client)`` on the loop without waiting (widget callbacks); errors from the
+        future go through ``translate_error``."""
         self._check_usable()
         client = self._client
         assert client is not None
@@ -370,8 +381,13 @@ class McpSession(HasTraits):
                 raise McpSessionError(TIMEOUT, message) from None
             raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' lost its connection: {self._cause}.")
 
-        with self._translate_errors():
-            return runner.run(bounded)
+        return runner.submit(bounded)
+
+    def translate_error(self, error: BaseException) -> BaseException:
+        """``error`` as an ``McpSessionError`` (what ``_request`` would have raised)."""
+        if isinstance(error, McpSessionError) or not isinstance(error, Exception):
+            return error
+        return _translate(error, self, connecting=False)
 
     def _check_usable(self) -> None:
         if self.state in (CLOSED, FAILED):
@@ -447,16 +463,40 @@ class McpSession(HasTraits):
         approve: bool | None = None,
         raw: bool = False,
         timeout: float | None = None,
-    ) -> Envelope | RawResult:
+    ) -> Envelope | RawResult | PendingCall:
         """Call ``tool`` (a local or remote name) and return its result; tool failures never raise.
 
         PurrA path (default): arguments are checked against the binding's contract before anything is
         sent, an unbound tool is bound as a read tool first, and the result is purra-mcp's envelope.
         ``raw=True`` calls any listed tool and keeps every content block (outside the PurrA contract).
-        ``approve=True`` approves this call in code; ``timeout`` is in seconds (at most 300)."""
+        ``approve=True`` approves this call in code (logged as such); otherwise the session's policy
+        decides: ``prompt`` returns a ``PendingCall`` that displays as the approval widget and sends
+        nothing until approved. ``timeout`` is in seconds (at most 300)."""
         from . import calls
 
-        return calls.call(self, tool, arguments, approve=approve, raw=raw, timeout=timeout)
+        if approve is not None and not isinstance(approve, bool):
+            raise McpSessionError(CONFIG_INVALID, "approve must be True, False or None.")
+        plan = calls.plan_call(self, tool, arguments, raw=raw, timeout=timeout)
+        refused = calls.refusal(plan)
+        if refused is not None:
+            return refused
+        if approve is True:
+            return calls.run(plan, "approved in code")
+        if approve is False:
+            return calls.denied(plan, "denied in code")
+        if self.approval == "deny":
+            return calls.denied(plan, "the session's deny policy")
+        if self.approval == "auto":
+            return calls.run(plan, "approved by the session's auto policy")
+        from .approval import PendingCall
+
+        return PendingCall(plan)
+
+    def status_widget(self) -> SessionStatus:
+        """A live status widget: state, protocol, tool counts, bindings, last error."""
+        from .status import SessionStatus
+
+        return SessionStatus(self)
 
     # --- display ---------------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ SESSION_UNKNOWN = "mcp_session_unknown"
 
 DIGEST_MISMATCH = "mcp_digest_mismatch"
 APPROVAL_DENIED = "mcp_approval_denied"
-APPROVAL_REQUIRED = "mcp_approval_required"
 NOT_TABULAR = "mcp_result_not_tabular"
 
 # Error codes shared with purra-mcp.
@@ -38,6 +37,14 @@ STALE = "stale"
 CLOSED = "closed"
 FAILED = "failed"
 STATES = (CONNECTING, READY, STALE, CLOSED, FAILED)
+
+# PendingCall states.
+PENDING = "pending"
+RUNNING = "running"
+DONE = "done"
+DENIED = "denied"
+VOID = "void"
+CALL_STATES = (PENDING, RUNNING, DONE, DENIED, VOID)
 
 # Approval policies.
 APPROVAL_POLICIES = ("prompt", "auto", "deny")

@@ -1,0 +1,110 @@
+"""The approval widget and the live status, driven in-process against the demo server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from conftest import demo_config, wait_until
+
+import purra_jupyter as pj
+from purra_jupyter.approval import HINTS_LABEL, PendingCall
+
+
+@pytest.fixture
+def demo() -> Iterator[pj.McpSession]:
+    with pj.connect(demo_config()) as session:
+        yield session
+
+
+def counts(session: pj.McpSession) -> dict[str, int]:
+    """The demo server's own count of the tools/call requests it received."""
+    return session._request(lambda client: client.call_tool("call_counts", {})).structuredContent["counts"]
+
+
+def test_approve_by_click_runs_the_call_once_and_shows_the_result(demo: pj.McpSession) -> None:
+    pending = demo.call("echo", {"text": "<b>hi</b>"})
+    assert isinstance(pending, PendingCall) and pending.state == "pending"
+    assert "echo" not in counts(demo)  # nothing sent before the decision
+    html = pending.widget.children[0].value
+    assert "bind echo as read tool echo" in html and HINTS_LABEL in html
+    assert "&lt;b&gt;hi&lt;/b&gt;" in html and "<b>hi</b>" not in html
+    states: list[str] = []
+    pending.observe(lambda change: states.append(change["new"]), names="state")
+
+    pending.widget.approve_button.click()
+    pending.widget.approve_button.click()  # a second click does nothing
+    wait_until(lambda: pending.state == "done", what="the approved call to finish")
+    assert states == ["running", "done"]
+    assert pending.result.ok and pending.result.structured == {"text": "<b>hi</b>"}
+    assert pending.widget.approve_button.disabled and pending.widget.deny_button.disabled
+    wait_until(lambda: pending.widget.output.outputs, what="the result in the widget")
+    assert "application/vnd.purra.envelope+json" in pending.widget.output.outputs[0]["data"]
+    pending.approve()  # after a decision: nothing
+    assert counts(demo)["echo"] == 1
+    decisions = [row.detail for row in demo.log.events("approval")]
+    assert any(d.startswith("approved by a click: echo, args ") and "declares: bind echo" in d for d in decisions)
+
+
+def test_deny_sends_nothing(demo: pj.McpSession) -> None:
+    pending = demo.call("add", {"a": 1, "b": 2})
+    pending.widget.deny_button.click()
+    assert pending.state == "denied"
+    assert pending.result.error_code == "mcp_approval_denied" and pending.result.to_dict() == {
+        "text": [],
+        "structured": None,
+    }
+    pending.widget.approve_button.click()
+    assert pending.state == "denied"
+    assert "add" not in counts(demo)
+    assert any(row.detail.startswith("denied add (denied by a click)") for row in demo.log.events("approval"))
+
+
+def test_list_changed_before_the_decision_voids_the_call(demo: pj.McpSession) -> None:
+    demo.bind("echo")
+    pending = demo.call("echo", {"text": "x"})
+    demo._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+    wait_until(lambda: pending.state == "void", what="the pending call to turn void")
+    assert pending.result.error_code == "mcp_catalog_stale"
+    pending.widget.approve_button.click()
+    assert pending.state == "void"
+    assert "echo" not in counts(demo)
+    assert any(row.detail.startswith("void: echo") for row in demo.log.events("approval"))
+
+
+def test_closing_the_session_voids_the_call(demo: pj.McpSession) -> None:
+    pending = demo.call("echo", {"text": "x"})
+    demo.close()
+    assert pending.state == "void" and pending.result.error_code == "mcp_connection_closed"
+    pending.approve()
+    assert pending.state == "void"
+
+
+def test_raw_calls_and_code_approvals_go_through_the_same_widget(demo: pj.McpSession) -> None:
+    pending = demo.call("greet", {"name": "Ada"}, raw=True)
+    assert "outside the PurrA contract" in pending.widget.children[0].value
+    pending.approve()
+    wait_until(lambda: pending.state == "done", what="the raw call")
+    assert pending.result.content == [{"type": "text", "text": "Hello, Ada!"}]
+    assert any("approved with PendingCall.approve()" in row.detail for row in demo.log.events("approval"))
+    bundle = pending._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle and "PendingCall" in bundle["text/plain"]
+
+
+def test_invalid_arguments_never_reach_the_widget(demo: pj.McpSession) -> None:
+    refused = demo.call("echo", {"text": 3})
+    assert refused.error_code == "mcp_invalid_arguments"
+
+
+def test_the_status_widget_follows_the_session_with_no_cell_running(demo: pj.McpSession) -> None:
+    status = demo.status_widget()
+    assert "ready" in status.value and "9 callable / 10 tools" in status.value and "bound: none" in status.value
+    demo.bind("echo")
+    assert "bound: echo" in status.value
+    # The server announces the change on its own; the loop thread redraws the widget.
+    demo._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+    wait_until(lambda: "stale" in status.value, what="the status to show stale")
+    demo.refresh()
+    assert "ready" in status.value and "10 callable / 11 tools" in status.value
+    demo.close()
+    assert "closed" in status.value
