@@ -81,7 +81,7 @@ def plan_call(
     session: McpSession, name: str, arguments: Mapping[str, Any] | None, *, raw: bool, timeout: float | None
 ) -> CallPlan:
     """Resolve ``name`` (local or remote) and copy ``arguments``; usage errors raise here."""
-    remote = _remote_name(session, name)
+    remote = remote_name(session, name)
     try:
         copied = json.loads(json.dumps(dict(arguments or {}), allow_nan=False))
     except (TypeError, ValueError) as error:
@@ -226,7 +226,7 @@ def _timeout(session: McpSession, timeout: float | None) -> float:
     return float(timeout)
 
 
-def _remote_name(session: McpSession, name: str) -> str:
+def remote_name(session: McpSession, name: str) -> str:
     for remote, binding in session._bindings.items():
         if binding.local_name == name:
             return remote

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from .approval import PendingCall
     from .catalog import Catalog
     from .envelope import Envelope, RawResult
+    from .forms import SchemaForm
     from .status import SessionStatus
 
 T = TypeVar("T")
@@ -491,6 +492,13 @@ class McpSession(HasTraits):
         from .approval import PendingCall
 
         return PendingCall(plan)
+
+    def form(self, tool: str) -> SchemaForm:
+        """An argument form for ``tool``, generated from its input schema; its "Review call" button
+        produces the ``PendingCall`` (a JSON editor for tools outside the profile)."""
+        from .forms import tool_form
+
+        return tool_form(self, tool)
 
     def status_widget(self) -> SessionStatus:
         """A live status widget: state, protocol, tool counts, bindings, last error."""

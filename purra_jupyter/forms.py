@@ -1,0 +1,441 @@
+"""Argument forms generated from a tool's input schema.
+
+The form covers the keywords of ``purra.output-schema/v1``. An optional field left empty is left
+out of the arguments (never sent as ``null``, ``""`` or ``[]``), and the arguments are checked
+against the tool's PurrA contract on every edit: the failing path shows next to its field and
+"Review call" stays disabled until they fit. Tools outside the profile get a JSON editor checked
+with ``jsonschema`` against their own schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
+
+from . import calls, catalog
+
+if TYPE_CHECKING:
+    from .session import McpSession
+
+UNSET_LABEL = "(not set)"
+_UNSET: Any = object()  # an optional field with no value: left out of the arguments
+
+
+class FieldError(ValueError):
+    """A field whose text cannot become a value (e.g. ``"abc"`` in a number field)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class Field:
+    """One schema node: a widget, its value (or ``_UNSET``) and a place for its error."""
+
+    def __init__(self, schema: Mapping[str, Any], path: str, label: str, required: bool, form: SchemaForm) -> None:
+        self.schema = schema
+        self.path = path
+        self.required = required
+        self.form = form
+        self.error = widgets.HTML("")
+        form.fields[path] = form.fields.get(path, self)
+        title = schema.get("title") or label
+        marker = " *" if required else ""
+        self.label = widgets.HTML(f"<b>{escape(str(title))}</b>{escape(marker)}")
+        description = schema.get("description")
+        self.help = widgets.HTML(f"<small>{escape(str(description))}</small>" if description else "")
+
+    def value(self) -> Any:
+        raise NotImplementedError
+
+    def box(self, editor: widgets.Widget) -> widgets.Widget:
+        return widgets.VBox([widgets.HBox([self.label, editor, self.error]), self.help])
+
+    def watch(self, widget: widgets.Widget) -> None:
+        widget.observe(lambda _: self.form.changed(), names="value")
+
+
+class TextField(Field):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.input = widgets.Text(placeholder=_bounds(self.schema, "minLength", "maxLength", "characters"))
+        self.watch(self.input)
+        self.widget = self.box(self.input)
+
+    def value(self) -> Any:
+        if self.input.value:
+            return self.input.value
+        if self.required:
+            raise FieldError(self.path, "required")
+        return _UNSET
+
+
+class NumberField(Field):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.integer = self.schema.get("type") == "integer"
+        self.input = widgets.Text(placeholder=("integer " if self.integer else "number ") + _range(self.schema))
+        self.watch(self.input)
+        self.widget = self.box(self.input)
+
+    def value(self) -> Any:
+        text = self.input.value.strip()
+        if not text:
+            if self.required:
+                raise FieldError(self.path, "required")
+            return _UNSET
+        try:
+            number = int(text) if self.integer else float(text)
+        except ValueError:
+            raise FieldError(self.path, "not an integer" if self.integer else "not a number") from None
+        return int(number) if not self.integer and number.is_integer() and "." not in text else number
+
+
+class BooleanField(Field):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        options = [("false", False), ("true", True)] if self.required else [(UNSET_LABEL, _UNSET), ("true", True),
+                                                                             ("false", False)]  # fmt: skip
+        self.input = widgets.Dropdown(options=options)
+        self.watch(self.input)
+        self.widget = self.box(self.input)
+
+    def value(self) -> Any:
+        return self.input.value
+
+
+class ChoiceField(Field):
+    """``enum`` and ``const``: a dropdown of the allowed values (shown as JSON)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        values = self.schema["enum"] if "enum" in self.schema else [self.schema["const"]]
+        options = [(json.dumps(value, ensure_ascii=False), index) for index, value in enumerate(values)]
+        if not self.required:
+            options.insert(0, (UNSET_LABEL, -1))
+        self.values = values
+        self.input = widgets.Dropdown(options=options)
+        self.watch(self.input)
+        self.widget = self.box(self.input)
+
+    def value(self) -> Any:
+        return _UNSET if self.input.value == -1 else self.values[self.input.value]
+
+
+class NullField(Field):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.widget = self.box(widgets.HTML("<code>null</code>"))
+
+    def value(self) -> Any:
+        return None
+
+
+class JsonField(Field):
+    """A node with no type: any JSON value, typed as JSON text."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.input = widgets.Textarea(placeholder="JSON value", rows=2)
+        self.watch(self.input)
+        self.widget = self.box(self.input)
+
+    def value(self) -> Any:
+        return _parse_json(self.input.value, self.path, self.required)
+
+
+class ObjectField(Field):
+    """A group of properties; an optional group is included only when ticked."""
+
+    def __init__(self, *args: Any, root: bool = False) -> None:
+        super().__init__(*args)
+        required = set(self.schema.get("required") or ())
+        properties = self.schema.get("properties") or {}
+        self.children = {
+            name: build_field(child, f"{self.path}.{name}", name, name in required, self.form)
+            for name, child in properties.items()
+        }
+        body = widgets.VBox([child.widget for child in self.children.values()])
+        self.include = None if (self.required or root) else widgets.Checkbox(description="include", value=False)
+        if self.include is not None:
+            self.watch(self.include)
+        header = [self.label, *([self.include] if self.include else []), self.error]
+        self.widget = body if root else widgets.VBox([widgets.HBox(header), self.help, _indent(body)])
+
+    def value(self) -> Any:
+        if self.include is not None and not self.include.value:
+            return _UNSET
+        values = {name: child.value() for name, child in self.children.items()}
+        return {name: value for name, value in values.items() if value is not _UNSET}
+
+
+class ArrayField(Field):
+    """Rows of one item schema, with add and remove buttons."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.items = self.schema.get("items") or {}
+        self.rows: list[Field] = []
+        self.rows_box = widgets.VBox()
+        self.add_button = widgets.Button(description="add", icon="plus")
+        self.add_button.on_click(lambda _: self.add_row())
+        self.include = None if self.required else widgets.Checkbox(description="include", value=False)
+        if self.include is not None:
+            self.watch(self.include)
+        header = [self.label, *([self.include] if self.include else []), self.add_button, self.error]
+        self.widget = widgets.VBox([widgets.HBox(header), self.help, _indent(self.rows_box)])
+
+    def add_row(self) -> Field:
+        row = build_field(self.items, f"{self.path}[{len(self.rows)}]", f"[{len(self.rows)}]", True, self.form)
+        remove = widgets.Button(description="remove", icon="minus")
+        remove.on_click(lambda _: self.remove_row(row))
+        row.remove_button = remove  # type: ignore[attr-defined]
+        self.rows.append(row)
+        if self.include is not None:
+            self.include.value = True
+        self._redraw()
+        return row
+
+    def remove_row(self, row: Field) -> None:
+        self.rows.remove(row)
+        self._redraw()
+
+    def _redraw(self) -> None:
+        self.rows_box.children = [widgets.HBox([row.widget, row.remove_button]) for row in self.rows]  # type: ignore[attr-defined]
+        self.form.reindex()
+        self.form.changed()
+
+    def value(self) -> Any:
+        if self.include is not None and not self.include.value:
+            return _UNSET
+        return [row.value() for row in self.rows]
+
+
+class UnionField(Field):
+    """``anyOf`` / ``oneOf`` (and type lists): pick a branch, fill in that branch."""
+
+    def __init__(self, *args: Any, branches: list[Mapping[str, Any]]) -> None:
+        super().__init__(*args)
+        self.branches = [build_field(branch, self.path, f"option {i + 1}", True, self.form)
+                         for i, branch in enumerate(branches)]  # fmt: skip
+        options = [(_branch_label(branch, i), i) for i, branch in enumerate(branches)]
+        if not self.required:
+            options.insert(0, (UNSET_LABEL, -1))
+        self.selector = widgets.Dropdown(options=options)
+        self.selector.observe(lambda _: self._show(), names="value")
+        self.body = widgets.VBox()
+        self.widget = widgets.VBox([widgets.HBox([self.label, self.selector, self.error]), self.help,
+                                    _indent(self.body)])  # fmt: skip
+        self._show()
+
+    def _show(self) -> None:
+        index = self.selector.value
+        self.body.children = [] if index == -1 else [self.branches[index].widget]
+        self.form.reindex()
+        self.form.changed()
+
+    def value(self) -> Any:
+        index = self.selector.value
+        return _UNSET if index == -1 else self.branches[index].value()
+
+
+def build_field(schema: Mapping[str, Any], path: str, label: str, required: bool, form: SchemaForm) -> Field:
+    """The widget for one schema node of the profile."""
+    args = (schema, path, label, required, form)
+    for keyword in ("anyOf", "oneOf"):
+        if keyword in schema:
+            base = {key: value for key, value in schema.items() if key != keyword}
+            return UnionField(*args, branches=[{**base, **branch} for branch in schema[keyword]])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        if len(kind) == 1:
+            return build_field({**schema, "type": kind[0]}, path, label, required, form)
+        return UnionField(*args, branches=[{**schema, "type": one} for one in kind])
+    if "enum" in schema or "const" in schema:
+        return ChoiceField(*args)
+    field_class = {
+        "object": ObjectField,
+        "array": ArrayField,
+        "string": TextField,
+        "number": NumberField,
+        "integer": NumberField,
+        "boolean": BooleanField,
+        "null": NullField,
+    }.get(kind, JsonField)
+    return field_class(*args)
+
+
+class SchemaForm(widgets.VBox):
+    """A form for one input schema; ``arguments()`` is the checked value or ``None``."""
+
+    def __init__(
+        self,
+        schema: Mapping[str, Any],
+        check: Callable[[Any], tuple[str, str] | None],
+        *,
+        editor: bool = False,
+    ) -> None:
+        """``check(arguments)`` returns ``(path, problem)`` or ``None``; ``editor`` means a JSON editor."""
+        super().__init__()
+        self.schema = schema
+        self.check = check
+        self.fields: dict[str, Field] = {}
+        self._building = True
+        self.problem = widgets.HTML("")
+        self.review_button = widgets.Button(description="Review call", button_style="primary", disabled=True)
+        if editor:
+            self.editor: widgets.Textarea | None = widgets.Textarea(value="{}", rows=8, layout={"width": "100%"})
+            self.editor.observe(lambda _: self.changed(), names="value")
+            self.root: Field | None = None
+            body: widgets.Widget = self.editor
+        else:
+            self.editor = None
+            self.root = ObjectField(schema, "$", "arguments", True, self, root=True)
+            body = self.root.widget
+        self._building = False
+        self.children = [body, self.problem, self.review_button]
+        self.changed()
+
+    def reindex(self) -> None:
+        """Rebuild the path index after rows or branches changed (errors show next to live fields)."""
+        if self._building or self.root is None:
+            return
+        self.fields = {}
+        _index(self.root, self.fields)
+
+    def arguments(self) -> dict[str, Any] | None:
+        """The arguments as they stand, if they fit the contract; else ``None`` (the reason is shown)."""
+        try:
+            value = _parse_json(self.editor.value, "$", True) if self.editor is not None else self.root.value()
+        except FieldError as error:
+            return self._refuse(error.path, str(error))
+        found = self.check(value)
+        if found is not None:
+            return self._refuse(*found)
+        self._show_problem(None, "")
+        return value
+
+    def changed(self) -> None:
+        if self._building:
+            return
+        self.review_button.disabled = self.arguments() is None
+
+    def _refuse(self, path: str, problem: str) -> None:
+        self._show_problem(path, problem)
+        return None
+
+    def _show_problem(self, path: str | None, problem: str) -> None:
+        for field in self.fields.values():
+            field.error.value = ""
+        if path is None:
+            self.problem.value = ""
+            return
+        field = _nearest(self.fields, path)
+        if field is not None:
+            field.error.value = f"<span style='color:#cf222e'>{escape(problem)}</span>"
+        self.problem.value = f"<span style='color:#cf222e'>{escape(path)}: {escape(problem)}</span>"
+
+
+def tool_form(session: McpSession, name: str) -> SchemaForm:
+    """A form for ``name``'s arguments whose "Review call" shows the approval widget (or the session's
+    policy decides) below it."""
+    remote = calls.remote_name(session, name)
+    tool = session.catalog[remote]
+    raw = not tool.callable
+    if raw:
+        form = SchemaForm(tool.input_schema, lambda value: _raw_check(tool.input_schema, value), editor=True)
+    else:
+        limits = catalog.call_limits(session)
+        form = SchemaForm(tool.input_schema, lambda value: _contract_check(tool.input_schema, value, limits))
+    output = widgets.Output()
+    form.review_output = output  # type: ignore[attr-defined]
+    form.children = [*form.children, output]
+
+    def review(_: Any) -> None:
+        arguments = form.arguments()
+        if arguments is None:
+            return
+        form.pending = session.call(remote, arguments, raw=raw)  # type: ignore[attr-defined]
+        output.clear_output()
+        output.append_display_data(form.pending)  # type: ignore[attr-defined]
+
+    form.review_button.on_click(review)
+    return form
+
+
+def _contract_check(schema: Mapping[str, Any], value: Any, limits: Any) -> tuple[str, str] | None:
+    from purra.structured import StructuredOutputError
+    from purra_mcp import _remote_contract
+
+    contract, _ = _remote_contract(schema, limits)
+    try:
+        contract.validate_value(value)
+    except StructuredOutputError as error:
+        return error.details.get("path", "$"), f"does not fit the contract ({error.details.get('keyword')})"
+    return None
+
+
+def _raw_check(schema: Mapping[str, Any], value: Any) -> tuple[str, str] | None:
+    problem = calls.raw_argument_problem(schema, value)
+    if not problem:
+        return None
+    path, _, message = problem.partition(": ")
+    return path, message or problem
+
+
+def _parse_json(text: str, path: str, required: bool) -> Any:
+    if not text.strip():
+        if required:
+            raise FieldError(path, "required")
+        return _UNSET
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise FieldError(path, f"not JSON: {error.msg} at line {error.lineno}, column {error.colno}") from None
+
+
+def _index(field: Field, into: dict[str, Field]) -> None:
+    into.setdefault(field.path, field)
+    if isinstance(field, ObjectField):
+        for child in field.children.values():
+            _index(child, into)
+    elif isinstance(field, ArrayField):
+        for row in field.rows:
+            _index(row, into)
+    elif isinstance(field, UnionField) and field.selector.value != -1:
+        _index(field.branches[field.selector.value], into)
+
+
+def _nearest(fields: dict[str, Field], path: str) -> Field | None:
+    while path:
+        if path in fields:
+            return fields[path]
+        cut = max(path.rfind("."), path.rfind("["))
+        path = path[:cut] if cut > 0 else ("$" if path != "$" else "")
+    return None
+
+
+def _indent(widget: widgets.Widget) -> widgets.Widget:
+    widget.layout.margin = "0 0 0 1.5em"
+    return widget
+
+
+def _bounds(schema: Mapping[str, Any], low: str, high: str, unit: str) -> str:
+    parts = [f"≥ {schema[low]}" if low in schema else "", f"≤ {schema[high]}" if high in schema else ""]
+    text = " ".join(part for part in parts if part)
+    return f"{text} {unit}" if text else ""
+
+
+def _range(schema: Mapping[str, Any]) -> str:
+    parts = [f"≥ {schema['minimum']}" if "minimum" in schema else "", f"≤ {schema['maximum']}" if "maximum" in schema
+             else ""]  # fmt: skip
+    return " ".join(part for part in parts if part)
+
+
+def _branch_label(branch: Mapping[str, Any], index: int) -> str:
+    label = branch.get("title") or branch.get("type") or f"option {index + 1}"
+    return str(label) if not isinstance(label, list) else "/".join(map(str, label))
