@@ -1,0 +1,327 @@
+"""IPython magics: each one parses its line and calls the Python API (``pj.connect``, ``s.call`` ...).
+
+    %load_ext purra_jupyter
+    %mcp_connect docs -- python -m purra_jupyter.demo
+    %mcp_call docs search_documents {"query": "PurrA", "limit": 3}
+
+User errors show as one line with their code (an IPython ``UsageError``), never a traceback.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import display
+from traitlets import Enum, Float, Int
+from traitlets.config import Configurable
+
+from .config import ServerConfig, load_servers
+from .errors import McpSessionError
+from .session import McpSession, connect, registry
+from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS
+
+
+@contextmanager
+def _one_line_errors() -> Iterator[None]:
+    """Our errors and purra-mcp's become one-line ``UsageError``s carrying their code."""
+    from purra_mcp import McpAdapterError
+
+    try:
+        yield
+    except McpSessionError as error:
+        raise UsageError(str(error)) from None
+    except McpAdapterError as error:
+        raise UsageError(f"{error.code}: purra-mcp refused the operation.") from None
+
+
+def _pairs(items: list[str] | None, option: str) -> dict[str, str] | None:
+    if not items:
+        return None
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{CONFIG_INVALID}: {option} takes KEY=VALUE (got an item without '=').")
+        pairs[key] = value
+    return pairs
+
+
+def parse_json_arguments(text: str) -> dict[str, Any]:
+    """Tool arguments from JSON text (an object); a mistake names its line and column."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UsageError(
+            f"{INVALID_ARGUMENTS}: the arguments are not valid JSON: {error.msg} at line {error.lineno}, "
+            f"column {error.colno}."
+        ) from None
+    if not isinstance(value, dict):
+        raise UsageError(f'{INVALID_ARGUMENTS}: the arguments must be a JSON object, like {{"query": "x"}}.')
+    return value
+
+
+class MagicHelp:
+    """What ``%mcp_... --help`` returns: the magic's usage and options, shown as text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def parse(magic: Any, line: str) -> Any:
+    """The magic's parsed options, or its ``MagicHelp`` when the line asks for ``--help``."""
+    try:
+        words = shlex.split(line)
+    except ValueError as error:
+        raise UsageError(f"{CONFIG_INVALID}: {error} in the magic's line.") from None
+    options = words[: words.index("--")] if "--" in words else words
+    if "-h" in options or "--help" in options:
+        return MagicHelp(inspect.cleandoc(magic.__doc__ or ""))  # magic_arguments put the options in it
+    return magic.parser.parse_args(options)
+
+
+@magics_class
+class McpMagics(Magics, Configurable):
+    """Magics for MCP sessions; ``%config McpMagics.timeout = 60`` and friends set their defaults."""
+
+    timeout = Float(30.0, config=True, help="seconds a server has to answer (connect and each request)")
+    approval = Enum(APPROVAL_POLICIES, default_value="prompt", config=True,
+                    help="approval policy of new sessions: prompt, auto or deny")  # fmt: skip
+    max_rows = Int(50, config=True, help="rows shown by %mcp_sessions and %mcp_log")
+
+    def __init__(self, shell: Any) -> None:
+        Configurable.__init__(self, config=shell.config)
+        Magics.__init__(self, shell=shell)
+        self.shell.configurables.append(self)
+
+    # --- sessions ----------------------------------------------------------------------------
+
+    @line_magic
+    @magic_arguments()
+    @argument("name", help="the session's name (also its PurrA server id)")
+    @argument("--url", help="a Streamable HTTP endpoint (https://, or http:// to a loopback host)")
+    @argument("--header", action="append", metavar="K=V", help="an HTTP header (value never shown)")
+    @argument("--env", action="append", metavar="K=V", help="an environment variable for a stdio server")
+    @argument("--cwd", help="working directory of a stdio server")
+    @argument("--config", metavar="FILE", help="take NAME from an mcpServers / VS Code servers JSON file")
+    @argument("--timeout", type=float, help="seconds (default: %%config McpMagics.timeout)")
+    @argument("--approval", choices=APPROVAL_POLICIES, help="approval policy (default: McpMagics.approval)")
+    @argument("--expect-digest", metavar="HEX", help="fail with mcp_digest_mismatch if the catalog changed")
+    def mcp_connect(self, line: str) -> McpSession | MagicHelp:
+        """Open a monitored MCP session that lives across cells.
+
+        Usage::
+
+            %mcp_connect NAME [options] -- COMMAND [ARGS...]     stdio: the command runs without a shell
+            %mcp_connect NAME --url URL [--header K=V]...         Streamable HTTP
+            %mcp_connect NAME --config mcp.json                   an entry of an mcpServers file
+
+        Examples::
+
+            %mcp_connect demo -- {sys.executable} -m purra_jupyter.demo
+            %mcp_connect time --approval auto -- mcp-server-time
+
+        ``{expression}`` and ``$name`` are expanded from the notebook's variables, as in other magics.
+        """
+        args = parse(self.mcp_connect, line)
+        if isinstance(args, MagicHelp):
+            return args
+        words = shlex.split(line)
+        command = words[words.index("--") + 1 :] if "--" in words else []
+        with _one_line_errors():
+            config = self._config(args, command)
+            session = connect(
+                config,
+                approval=args.approval or self.approval,
+                expect_digest=args.expect_digest,
+            )
+        display(session.status_widget())
+        display(session.catalog)
+        return session
+
+    def _config(self, args: Any, command: list[str]) -> ServerConfig:
+        timeout = args.timeout if args.timeout is not None else self.timeout
+        if args.config:
+            if command or args.url:
+                raise McpSessionError(CONFIG_INVALID, "--config takes the server from the file; give no command.")
+            servers = load_servers(args.config)
+            if args.name not in servers:
+                listed = ", ".join(servers) or "none"
+                raise McpSessionError(CONFIG_INVALID, f"{args.config} has no server '{args.name}'; it has: {listed}.")
+            return servers[args.name]
+        if args.url:
+            if command:
+                raise McpSessionError(CONFIG_INVALID, "Give either --url or a command after --, not both.")
+            return ServerConfig(
+                args.name,
+                url=args.url,
+                headers=_pairs(args.header, "--header"),
+                env=_pairs(args.env, "--env"),
+                cwd=args.cwd,
+                timeout=timeout,
+            )
+        if not command:
+            raise McpSessionError(
+                CONFIG_INVALID, "Give the server: %mcp_connect NAME -- COMMAND [ARGS...], --url URL or --config FILE."
+            )
+        return ServerConfig(
+            args.name,
+            command=command[0],
+            args=command[1:],
+            env=_pairs(args.env, "--env"),
+            cwd=args.cwd,
+            headers=_pairs(args.header, "--header"),
+            timeout=timeout,
+        )
+
+    @line_magic
+    @magic_arguments()
+    @argument("name", nargs="?", help="the session to close")
+    @argument("--all", action="store_true", help="close every open session")
+    def mcp_disconnect(self, line: str) -> MagicHelp | None:
+        """Close a session and its server process: ``%mcp_disconnect NAME`` or ``%mcp_disconnect --all``."""
+        args = parse(self.mcp_disconnect, line)
+        if isinstance(args, MagicHelp):
+            return args
+        if args.all == bool(args.name):
+            raise UsageError(f"{CONFIG_INVALID}: give a session name or --all.")
+        with _one_line_errors():
+            if args.all:
+                registry.close_all("closed with %mcp_disconnect --all")
+            else:
+                registry.get(args.name).close("closed with %mcp_disconnect")
+
+    @line_magic
+    @magic_arguments()
+    def mcp_sessions(self, line: str) -> Any:
+        """The open sessions as a DataFrame: ``%mcp_sessions``."""
+        import pandas as pd
+
+        args = parse(self.mcp_sessions, line)
+        if isinstance(args, MagicHelp):
+            return args
+
+        rows = [
+            {
+                "session": session.name,
+                "transport": session.transport,
+                "target": session.config.target,
+                "state": session.state,
+                "protocol": session.protocol_version,
+                "server": session._server_label(),
+                "tools": len(session.catalog),
+                "callable": sum(tool.callable for tool in session.catalog.tools),
+                "bound": session.bound_count,
+            }
+            for session in registry.list()
+        ]
+        columns = ["session", "transport", "target", "state", "protocol", "server", "tools", "callable", "bound"]
+        return pd.DataFrame(rows, columns=columns).set_index("session").head(self.max_rows)
+
+    # --- catalog and bindings ----------------------------------------------------------------
+
+    @line_magic
+    @magic_arguments()
+    @argument("name", help="the session")
+    @argument("--refresh", action="store_true", help="list the tools again (after tools/list_changed)")
+    def mcp_catalog(self, line: str) -> Any:
+        """The session's tools with PurrA's verdicts: ``%mcp_catalog NAME [--refresh]``."""
+        args = parse(self.mcp_catalog, line)
+        if isinstance(args, MagicHelp):
+            return args
+        with _one_line_errors():
+            session = registry.get(args.name)
+            return session.refresh() if args.refresh else session.catalog
+
+    @line_magic
+    @magic_arguments()
+    @argument("name", help="the session")
+    @argument("tool", help="the tool's name on the server")
+    @argument("--as", dest="local_name", metavar="LOCAL", help="the local name (default: derived from the tool's)")
+    @argument("--title", help="the binding's title")
+    @argument("--concurrency-safe", action="store_true", help="declare that calls may run concurrently")
+    def mcp_bind(self, line: str) -> Any:
+        """Bind a tool as a PurrA read tool: ``%mcp_bind NAME TOOL [--as LOCAL] [--title TEXT]``."""
+        args = parse(self.mcp_bind, line)
+        if isinstance(args, MagicHelp):
+            return args
+        with _one_line_errors():
+            return registry.get(args.name).bind(
+                args.tool, local_name=args.local_name, title=args.title, concurrency_safe=args.concurrency_safe
+            )
+
+    # --- calls -------------------------------------------------------------------------------
+
+    @no_var_expand
+    @line_cell_magic
+    @magic_arguments()
+    @argument("name", help="the session")
+    @argument("tool", help="the tool (local or remote name)")
+    @argument("--raw", action="store_true", help="a raw MCP call, for tools outside the PurrA profile")
+    @argument("--form", action="store_true", help="show an argument form instead of calling")
+    @argument("--yes", action="store_true", help="approve this call in code (logged as such)")
+    @argument("--timeout", type=float, help="seconds for this call (at most 300)")
+    @argument("--args", metavar="VARIABLE", help="take the arguments from a dict in a notebook variable")
+    def mcp_call(self, line: str, cell: str | None = None) -> Any:
+        """Call a tool; nothing is sent before the call is approved.
+
+        Usage::
+
+            %mcp_call NAME TOOL [--raw] [--yes] [--timeout S] {"json": "arguments"}
+            %mcp_call NAME TOOL --args VARIABLE          arguments from a Python dict
+            %mcp_call NAME TOOL --form                   an argument form
+            %%mcp_call NAME TOOL [--raw] [--yes]         the cell holds the JSON arguments
+
+        Options come before the JSON. The line is passed as written: ``{...}`` is never expanded as a
+        Python expression; use ``--args`` to pass Python values.
+        """
+        start = min((index for index in (line.find("{"), line.find("[")) if index >= 0), default=len(line))
+        head, json_text = line[:start], line[start:]
+        args = parse(self.mcp_call, head)
+        if isinstance(args, MagicHelp):
+            return args
+        if cell is not None and json_text:
+            raise UsageError(f"{INVALID_ARGUMENTS}: give the JSON arguments in the cell body or on the line, not both.")
+        if args.args and (json_text or (cell or "").strip()):
+            raise UsageError(f"{INVALID_ARGUMENTS}: give --args or JSON arguments, not both.")
+        if args.args:
+            arguments = self._variable(args.args)
+        else:
+            arguments = parse_json_arguments(cell if cell is not None else json_text)
+        with _one_line_errors():
+            session = registry.get(args.name)
+            if args.form:
+                return session.form(args.tool)
+            return session.call(args.tool, arguments, approve=True if args.yes else None, raw=args.raw,
+                                timeout=args.timeout)  # fmt: skip
+
+    def _variable(self, name: str) -> dict[str, Any]:
+        if name not in self.shell.user_ns:
+            raise UsageError(f"{INVALID_ARGUMENTS}: no variable named '{name}' in the notebook.")
+        value = self.shell.user_ns[name]
+        if not isinstance(value, dict):
+            raise UsageError(f"{INVALID_ARGUMENTS}: '{name}' must hold a dict of arguments.")
+        return value
+
+    @line_magic
+    @magic_arguments()
+    @argument("name", help="the session")
+    def mcp_log(self, line: str) -> Any:
+        """The session's event log (connect, list, bind, approvals, calls, stderr, close ...)."""
+        args = parse(self.mcp_log, line)
+        if isinstance(args, MagicHelp):
+            return args
+        with _one_line_errors():
+            return registry.get(args.name).log.to_frame().tail(self.max_rows)

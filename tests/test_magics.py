@@ -1,0 +1,165 @@
+"""The magics through IPython's InteractiveShell (no kernel): happy paths, --help, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import SERVERS
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.testing.globalipapp import get_ipython
+
+import purra_jupyter as pj
+from purra_jupyter.approval import PendingCall
+from purra_jupyter.envelope import Envelope, RawResult
+from purra_jupyter.forms import SchemaForm
+from purra_jupyter.magics import MagicHelp
+
+MAGICS = ["mcp_connect", "mcp_disconnect", "mcp_sessions", "mcp_catalog", "mcp_bind", "mcp_call", "mcp_log"]
+DEMO = "demo -- {sys.executable} -m purra_jupyter.demo"
+
+
+@pytest.fixture(scope="module")
+def ip() -> InteractiveShell:
+    shell = get_ipython()
+    shell.history_manager.enabled = False
+    shell.run_line_magic("load_ext", "purra_jupyter")
+    shell.user_ns["sys"] = sys
+    return shell
+
+
+@pytest.fixture
+def demo(ip: InteractiveShell) -> Iterator[pj.McpSession]:
+    ip.run_line_magic("config", 'McpMagics.approval = "prompt"')
+    session = ip.run_line_magic("mcp_connect", DEMO)
+    yield session
+    session.close()
+
+
+def one_line_error(ip: InteractiveShell, line: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """Run ``line`` as a cell; return the one error line IPython showed (and check it showed no traceback)."""
+    capsys.readouterr()
+    result = ip.run_cell(line)
+    shown = capsys.readouterr()
+    text = (shown.out + shown.err).strip()
+    assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
+    assert "Traceback" not in text and len(text.splitlines()) == 1, text
+    assert text.startswith("UsageError: ")
+    return text
+
+
+def test_connect_catalog_bind_call_log_disconnect(ip: InteractiveShell, demo: pj.McpSession) -> None:
+    assert demo.state == "ready" and demo.approval == "prompt"
+    sessions = ip.run_line_magic("mcp_sessions", "")
+    assert sessions.loc["demo", "state"] == "ready" and sessions.loc["demo", "tools"] == 10
+    assert ip.run_line_magic("mcp_catalog", "demo") is demo.catalog
+    entry = ip.run_line_magic("mcp_bind", 'demo add --as plus --title "Add numbers"')
+    assert entry["localName"] == "plus" and entry["policy"]["title"] == "Add numbers"
+    envelope = ip.run_line_magic("mcp_call", 'demo plus --yes {"a": 1, "b": 2}')
+    assert isinstance(envelope, Envelope) and envelope.structured == {"sum": 3}
+    pending = ip.run_line_magic("mcp_call", 'demo echo {"text": "hi"}')
+    assert isinstance(pending, PendingCall) and pending.state == "pending"
+    pending.deny()
+    raw = ip.run_line_magic("mcp_call", 'demo greet --raw --yes {"name": "Ada"}')
+    assert isinstance(raw, RawResult) and raw.content[0]["text"] == "Hello, Ada!"
+    assert isinstance(ip.run_line_magic("mcp_call", "demo search_documents --form"), SchemaForm)
+    log = ip.run_line_magic("mcp_log", "demo")
+    assert {"connect", "list", "bind", "approval", "call"} <= set(log["event"])
+    ip.run_line_magic("mcp_disconnect", "demo")
+    assert demo.state == "closed" and pj.sessions() == []
+
+
+def test_json_on_the_line_reaches_the_tool_unmangled(ip: InteractiveShell, demo: pj.McpSession) -> None:
+    ip.user_ns["b"] = "EXPANDED"
+    text = 'a {b} c $b {"x": [1, {"y": "}"}]} \\" end'
+    line = "demo echo --yes " + json.dumps({"text": text})
+    assert ip.run_line_magic("mcp_call", line).structured == {"text": text}
+    cell = json.dumps({"text": text}, indent=2)
+    assert ip.run_cell_magic("mcp_call", "demo echo --yes", cell).structured == {"text": text}
+    result = ip.run_cell(f"x = %mcp_call {line}")  # the magic's object can be assigned
+    assert result.success and ip.user_ns["x"].structured == {"text": text}
+
+
+def test_python_values_as_arguments(ip: InteractiveShell, demo: pj.McpSession) -> None:
+    ip.user_ns["arguments"] = {"query": "jupyter", "limit": 2}
+    envelope = ip.run_line_magic("mcp_call", "demo search_documents --yes --args arguments")
+    assert envelope.ok and len(envelope.structured["hits"]) <= 2
+
+
+def test_every_magic_has_help(ip: InteractiveShell) -> None:
+    for magic in MAGICS:
+        shown = ip.run_line_magic(magic, "--help")
+        assert isinstance(shown, MagicHelp) and f"%{magic}" in shown.text, magic
+
+
+def test_config_approval_sets_the_default_for_the_next_connect(ip: InteractiveShell) -> None:
+    ip.run_line_magic("config", 'McpMagics.approval = "auto"')
+    try:
+        session = ip.run_line_magic("mcp_connect", DEMO.replace("demo", "auto", 1))
+        assert session.approval == "auto"
+        assert ip.run_line_magic("mcp_call", 'auto echo {"text": "no click"}').ok
+        session.close()
+    finally:
+        ip.run_line_magic("config", 'McpMagics.approval = "prompt"')
+    ip.run_line_magic("config", "McpMagics.timeout = 12.5")
+    try:
+        session = ip.run_line_magic("mcp_connect", DEMO.replace("demo", "slow", 1))
+        assert session.config.timeout == 12.5
+        ip.run_line_magic("mcp_disconnect", "--all")
+    finally:
+        ip.run_line_magic("config", "McpMagics.timeout = 30.0")
+
+
+def test_connect_over_http_with_headers_and_from_a_config_file(
+    ip: InteractiveShell, demo_http_url: str, tmp_path: Path
+) -> None:
+    session = ip.run_line_magic("mcp_connect", f"web --url {demo_http_url} --header Authorization=secret-value")
+    assert session.transport == "http" and session.state == "ready"
+    assert "secret-value" not in repr(session.config)
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"fromfile": {"command": sys.executable,
+                                                             "args": [str(SERVERS / "raw_server.py")]}}}))  # fmt: skip
+    from_file = ip.run_line_magic("mcp_connect", f"fromfile --config {path}")
+    assert from_file.catalog.tools[0].name == "tool_000"
+    ip.run_line_magic("mcp_disconnect", "--all")
+    assert pj.sessions() == []
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("%mcp_connect", "the following arguments are required: name"),
+        ("%mcp_disconnect", "mcp_config_invalid: give a session name or --all"),
+        ("%mcp_catalog nosuch", "mcp_session_unknown"),
+        ('%mcp_call nosuch echo {"text": ', "mcp_invalid_arguments: the arguments are not valid JSON"),
+        ('%mcp_call nosuch echo {"text": 1,}', "line 1, column 12"),
+        ("%mcp_call nosuch echo [1]", "must be a JSON object"),
+        ("%mcp_call nosuch echo --args missing_variable", "no variable named 'missing_variable'"),
+        ("%mcp_connect remote --url http://example.org/mcp", "mcp_config_invalid: Server 'remote': http://"),
+        ("%mcp_connect x --header A=b -- python", "mcp_config_invalid"),
+        ("%mcp_connect x --env NOVALUE -- python", "mcp_config_invalid: --env takes KEY=VALUE"),
+        ("%mcp_connect x", "mcp_config_invalid: Give the server"),
+        ("%mcp_connect broken -- /nonexistent/mcp-server", "mcp_connect_failed: Could not start"),
+    ],
+)
+def test_errors_are_one_line_with_their_code(
+    ip: InteractiveShell, capsys: pytest.CaptureFixture[str], cell: str, expected: str
+) -> None:
+    assert expected in one_line_error(ip, cell, capsys)
+    assert pj.sessions() == []
+
+
+def test_a_bad_json_cell_names_line_and_column(ip: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    text = one_line_error(ip, '%%mcp_call nosuch echo\n{\n  "text": "x",\n}', capsys)
+    assert "at line 3, column 1" in text
+
+
+def test_usage_errors_name_a_code_for_a_session_error(ip: InteractiveShell, demo: pj.McpSession) -> None:
+    with pytest.raises(UsageError, match="mcp_binding_missing"):
+        ip.run_line_magic("mcp_call", "demo no_such_tool --yes {}")
+    with pytest.raises(UsageError, match="mcp_session_exists"):
+        ip.run_line_magic("mcp_connect", DEMO)
