@@ -11,7 +11,6 @@ import pytest
 from conftest import SERVERS
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import get_ipython
 
 import purra_jupyter as pj
 from purra_jupyter.approval import PendingCall
@@ -25,7 +24,7 @@ DEMO = "demo -- {sys.executable} -m purra_jupyter.demo"
 
 @pytest.fixture(scope="module")
 def ip() -> InteractiveShell:
-    shell = get_ipython()
+    shell = InteractiveShell.instance()  # the process's one shell (widget tests may have made it already)
     shell.history_manager.enabled = False
     shell.run_line_magic("load_ext", "purra_jupyter")
     shell.user_ns["sys"] = sys
