@@ -11,26 +11,41 @@ import nbformat
 ROOT = Path(__file__).parent.parent
 
 
-def test_scripts_demo_execute_runs_the_quickstart(tmp_path: Path) -> None:
-    target = tmp_path / "quickstart.executed.ipynb"
+def execute(name: str, tmp_path: Path) -> list[dict]:
+    """Run ``notebooks/NAME.ipynb`` as ``scripts/demo --execute`` does; return every cell output."""
+    target = tmp_path / f"{name}.executed.ipynb"
     run = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "execute_notebook.py"),
-            str(ROOT / "notebooks" / "quickstart.ipynb"),
-            str(target),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+        [sys.executable, str(ROOT / "scripts" / "execute_notebook.py"), str(ROOT / "notebooks" / f"{name}.ipynb"),
+         str(target)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
     assert run.returncode == 0, run.stderr
     notebook = nbformat.read(target, as_version=4)
     outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
     assert not [output for output in outputs if output.output_type == "error"]
-    texts = " ".join(str(output.get("data", {}).get("text/plain", "")) for output in outputs)
-    assert "'ready'" in texts and "'closed'" in texts
+    assert not [output for output in outputs if output.get("name") == "stderr"]
+    return outputs
+
+
+def plain(outputs: list[dict]) -> str:
+    return " ".join(str(output.get("data", {}).get("text/plain", "")) for output in outputs)
+
+
+def test_the_quickstart_runs_top_to_bottom_on_a_real_kernel(tmp_path: Path) -> None:
+    outputs = execute("quickstart", tmp_path)
+    text = plain(outputs)
+    assert "Envelope demo/search_documents: ok" in text
+    assert "('mcp_catalog_stale', 'mcp_catalog_stale', 'stale')" in text
+    assert "'closed'" in text
+    mimes = {mime for output in outputs for mime in output.get("data", {})}
+    assert {"application/vnd.purra.catalog+json", "application/vnd.purra.envelope+json",
+            "application/vnd.purra.raw-result+json", "application/vnd.jupyter.widget-view+json"} <= mimes  # fmt: skip
+
+
+def test_the_evaluate_notebook_runs_top_to_bottom_on_a_real_kernel(tmp_path: Path) -> None:
+    text = plain(execute("evaluate", tmp_path))
+    assert "True" in text  # the pinned digest held
+    assert "Not/A_Zone" in text and "mcp_tool_error" in text
 
 
 def test_committed_notebooks_carry_no_outputs() -> None:
