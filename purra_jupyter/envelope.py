@@ -125,25 +125,13 @@ class Envelope:
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        parts = [_header_html("PurrA envelope", self.server, self.tool, self.error_code, self.elapsed_ms)]
-        if self.message:
-            parts.append(f"<p>{escape(self.message)}</p>")
-        parts += [_pre(block) for block in self.text]
+        body = [_pre(block) for block in self.text]
         records = records_in(self.structured)
         if records is not None:
-            parts.append(_table_html(records))
+            body.append(_table_html(records))
         if self.structured is not None:
-            parts.append(_pre(_json_text(self.structured)))
-        data = {
-            "server": self.server,
-            "tool": self.tool,
-            "errorCode": self.error_code,
-            "elapsedMs": round(self.elapsed_ms, 3),
-            "message": self.message,
-            "envelope": self.to_dict(),
-        }
-        html = "<div class='purra-envelope'>" + "".join(parts) + "</div>"
-        return {ENVELOPE_MIME: data, "text/html": html, "text/plain": repr(self)}
+            body.append(_pre(_json_text(self.structured)))
+        return _bundle(self, ENVELOPE_MIME, "PurrA envelope", "purra-envelope", body, {"envelope": self.to_dict()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,22 +169,29 @@ class RawResult:
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        parts = [_header_html(RAW_LABEL, self.server, self.tool, self.error_code, self.elapsed_ms)]
-        if self.message:
-            parts.append(f"<p>{escape(self.message)}</p>")
-        parts += [_block_html(block) for block in self.content]
+        body = [_block_html(block) for block in self.content]
         if self.structured_content is not None:
-            parts.append(_pre(_json_text(self.structured_content)))
-        data = {
-            "server": self.server,
-            "tool": self.tool,
-            "errorCode": self.error_code,
-            "elapsedMs": round(self.elapsed_ms, 3),
-            "message": self.message,
-            "result": self.to_dict(),
-        }
-        html = "<div class='purra-raw-result'>" + "".join(parts) + "</div>"
-        return {RAW_RESULT_MIME: data, "text/html": html, "text/plain": repr(self)}
+            body.append(_pre(_json_text(self.structured_content)))
+        return _bundle(self, RAW_RESULT_MIME, RAW_LABEL, "purra-raw-result", body, {"result": self.to_dict()})
+
+
+def _bundle(
+    result: Envelope | RawResult, mime: str, label: str, css_class: str, body: list[str], payload: dict[str, Any]
+) -> dict[str, Any]:
+    """The MIME bundle of a call result: our MIME type for the extension, escaped HTML, plain text."""
+    parts = [_header_html(label, result.server, result.tool, result.error_code, result.elapsed_ms)]
+    if result.message:
+        parts.append(f"<p>{escape(result.message)}</p>")
+    data = {
+        "server": result.server,
+        "tool": result.tool,
+        "errorCode": result.error_code,
+        "elapsedMs": round(result.elapsed_ms, 3),
+        "message": result.message,
+        **payload,
+    }
+    html = f"<div class='{css_class}'>" + "".join(parts + body) + "</div>"
+    return {mime: data, "text/html": html, "text/plain": repr(result)}
 
 
 def _block_text(block: dict[str, Any]) -> str:
