@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,9 @@ def test_a_fresh_environment_from_binder_runs_the_quickstart(tmp_path: Path) -> 
         return done
 
     run(str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-r", "binder/requirements.txt")
-    run("bash", "binder/postBuild")
+    built = run("bash", "binder/postBuild")  # postBuild ends with `jupyter labextension list`
+    listed = re.sub(r"\x1b\[[0-9;]*m", "", built.stdout + built.stderr)
+    assert re.search(r"purra-jupyter-renderers v0\.1\.0 enabled\s+OK", listed), listed
     version = run(str(venv / "bin" / "python"), "-c", "import jupyterlab; print(jupyterlab.__version__)").stdout
     assert version.startswith("4.4.")
     kernels = json.loads(run(str(venv / "bin" / "jupyter"), "kernelspec", "list", "--json").stdout)["kernelspecs"]

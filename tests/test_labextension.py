@@ -1,0 +1,40 @@
+"""The prebuilt JupyterLab extension: installed and enabled, shipped in the wheel, and free of HTML injection."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+NAME = "purra-jupyter-renderers"
+
+
+def test_jupyter_lists_the_extension_enabled_and_ok() -> None:
+    jupyter = Path(sys.executable).parent / "jupyter"
+    listed = subprocess.run([str(jupyter), "labextension", "list"], capture_output=True, text=True, check=True)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)
+    assert re.search(rf"{NAME} v0\.1\.0 enabled\s+OK \(python, purra-jupyter\)", text), text
+
+
+def test_the_wheel_carries_the_prebuilt_extension(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(tmp_path), str(ROOT)],
+        check=True,
+        timeout=600,
+    )
+    [wheel] = tmp_path.glob("purra_jupyter-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    prefix = f"purra_jupyter-0.1.0.data/data/share/jupyter/labextensions/{NAME}/"
+    assert f"{prefix}package.json" in names and f"{prefix}install.json" in names
+    assert any(name.startswith(f"{prefix}static/remoteEntry.") for name in names)
+
+
+def test_no_html_injection_point_in_the_renderer_source() -> None:
+    pattern = re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|dangerouslySetInnerHTML|document\.write|\beval\(")
+    sources = list((ROOT / "labextension" / "src").rglob("*.ts"))
+    assert sources
+    for source in sources:
+        assert not pattern.search(source.read_text()), source
