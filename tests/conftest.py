@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 import purra_jupyter as pj
 from purra_jupyter.demo import LISTENING_PREFIX
 
+ROOT = Path(__file__).parent.parent
 SERVERS = Path(__file__).parent / "servers"
 
 
@@ -121,3 +123,37 @@ def _no_session_left_open() -> Iterator[None]:
     for session in left:
         session.close("test cleanup")
     assert not left, f"a test left sessions open: {left}"
+
+
+@dataclass
+class BinderEnv:
+    """A virtual environment built only from binder/ (requirements, then postBuild), as repo2docker does."""
+
+    venv: Path
+    post_build_output: str = ""
+
+    def run(self, program: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run ``program`` (this environment's own, else from PATH) in the repository root, with this environment
+        first on PATH; fail the test on a non-zero exit."""
+        own = self.venv / "bin" / program
+        env = {
+            **os.environ,
+            "PATH": f"{self.venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "VIRTUAL_ENV": str(self.venv),
+        }
+        env.pop("PYTHONPATH", None)
+        command = [str(own) if own.exists() else program, *args]
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, f"{command}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        return done
+
+
+@pytest.fixture(scope="session")
+def binder_env(tmp_path_factory: pytest.TempPathFactory) -> BinderEnv:
+    """Built once per test run: the Binder test and the JupyterLab 4.4 browser test share it."""
+    env = BinderEnv(tmp_path_factory.mktemp("binder") / "env")
+    subprocess.run([sys.executable, "-m", "venv", str(env.venv)], check=True)
+    env.run("python", "-m", "pip", "install", "--quiet", "-r", "binder/requirements.txt")
+    built = env.run("bash", "binder/postBuild")
+    env.post_build_output = built.stdout + built.stderr
+    return env

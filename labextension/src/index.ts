@@ -64,6 +64,7 @@ export class EnvelopeRenderer extends Widget implements IRenderMime.IRenderer {
     super();
     this.addClass(CLASS.root);
     this.addClass(CLASS.envelope);
+    this.node.dataset['mimeType'] = ENVELOPE_MIME; // as JupyterLab's own renderers mark their output
   }
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
@@ -91,6 +92,7 @@ export class RawResultRenderer extends Widget implements IRenderMime.IRenderer {
     super();
     this.addClass(CLASS.root);
     this.addClass(CLASS.raw);
+    this.node.dataset['mimeType'] = RAW_RESULT_MIME; // as JupyterLab's own renderers mark their output
   }
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
@@ -122,6 +124,7 @@ export class CatalogRenderer extends Widget implements IRenderMime.IRenderer {
     super();
     this.addClass(CLASS.root);
     this.addClass(CLASS.catalog);
+    this.node.dataset['mimeType'] = CATALOG_MIME; // as JupyterLab's own renderers mark their output
   }
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {

@@ -1,0 +1,400 @@
+"""What a person sees: a real JupyterLab, driven by a headless Chromium, shows our renderers and the approval
+widget, and no server string can run script in the page.
+
+Needs Playwright (Python package only; its own browser download is not used) and Debian's Chromium at
+``/usr/bin/chromium``. Screenshots of each state go to ``tests/artifacts/browser/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import nbformat
+import psutil
+import pytest
+
+try:
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # reported by the fixture, so that the rest of the suite still runs
+    sync_playwright = None
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Locator, Page
+
+ROOT = Path(__file__).parent.parent
+RAW_SERVER = ROOT / "tests" / "servers" / "raw_server.py"
+ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
+JUPYTER = Path(sys.executable).parent / "jupyter"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
+NOTEBOOK = "browser.ipynb"
+STARTUP = 60.0  # seconds: JupyterLab, the page, the kernel
+STEP = 60_000  # milliseconds: each wait in the browser (cells, widgets, renderers)
+
+# Our renderers' nodes, by the MIME type they draw: they mark themselves with it as JupyterLab's own renderers
+# do, and their class proves that our renderer, not the text/html fallback, drew the output.
+ENVELOPE = '.jp-PurraEnvelope[data-mime-type="application/vnd.purra.envelope+json"]'
+CATALOG = '.jp-PurraCatalog[data-mime-type="application/vnd.purra.catalog+json"]'
+RAW_RESULT = '.jp-PurraRawResult[data-mime-type="application/vnd.purra.raw-result+json"]'
+OURS = ".jp-PurraRenderer"
+RAW_LABEL = "raw MCP result, outside the PurrA contract"
+XSS_SCRIPT = "<script>window.__pwned = 1</script>"
+XSS_IMG = "<img src=x onerror=window.__pwned=1>"
+XSS_SVG = '"><svg onload=window.__pwned=1>'
+XSS_URI = "javascript:window.__pwned=1"
+
+# The notebook the browser runs, cell by cell. Every cell but "close" runs first; "close" runs after the click.
+CELLS = {
+    "imports": "import sys\nimport purra_jupyter as pj",
+    "connect": 'demo = pj.connect(pj.ServerConfig("demo", command=sys.executable, args=["-m", "purra_jupyter.demo"]))',
+    "catalog": "demo.catalog",
+    "pending": 'pending = demo.call("search_documents", {"query": "PurrA envelope", "limit": 3})\npending',
+    "image": 'demo.call("tiny_image", {}, raw=True, approve=True)',
+    "xss_catalog": (
+        f'xss = pj.connect(pj.ServerConfig("xss", command=sys.executable, args=[{str(RAW_SERVER)!r}, '
+        '"--tools", "2", "--call-result", "xss"]))\nxss.catalog'
+    ),
+    "xss_envelope": 'xss.call("tool_000", {"x": "y"}, approve=True)',
+    "xss_raw": 'xss.call("tool_001", {"x": "y"}, raw=True, approve=True)',
+    "close": (
+        'for session in pj.sessions():\n    session.close("browser test done")\n'
+        "(pending.state, pending.result.error_code, demo.state, xss.state)"
+    ),
+}
+INDEX = {name: index for index, name in enumerate(CELLS)}
+
+# JupyterLab settings for a reproducible page: every cell attached to the DOM (no windowing, so that the
+# DOM assertions see all outputs on any 4.x), no news or update prompt (no network, no toast on screenshots).
+LAB_SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+}
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A running JupyterLab server on 127.0.0.1."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    token: str
+    root: Path
+    log: Path
+    label: str = "lab"
+
+    def url(self, path: str) -> str:
+        return f"{self.base_url}{path}?token={self.token}"
+
+    def log_tail(self, size: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-size:]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def jupyter_lab(jupyter: Path, home: Path, *, timeout: float = STARTUP) -> Iterator[Lab]:
+    """Run ``jupyter lab`` (the given executable, so another environment can reuse this) under ``home``:
+    its root dir, settings, workspaces and Jupyter/IPython dirs all live there. Stops it, its kernels and
+    everything they started, whatever happens."""
+    dirs = {name: home / name for name in ("root", "settings", "workspaces", "config", "data", "runtime", "ipython")}
+    for path in dirs.values():
+        path.mkdir(parents=True, exist_ok=True)
+    for plugin, values in LAB_SETTINGS.items():
+        target = dirs["settings"] / f"{plugin}.jupyterlab-settings"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values))
+    token = secrets.token_hex(24)
+    port = free_port()
+    command = [
+        str(jupyter), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={dirs['root']}",
+        "--LabApp.expose_app_in_browser=True", "--ServerApp.disable_check_xsrf=False",
+        f"--LabApp.user_settings_dir={dirs['settings']}", f"--LabApp.workspaces_dir={dirs['workspaces']}",
+    ]  # fmt: skip
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(dirs["config"]),
+        "JUPYTER_DATA_DIR": str(dirs["data"]),
+        "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+        "IPYTHONDIR": str(dirs["ipython"]),
+    }
+    log = home / "jupyter.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, env=env)
+    lab = Lab(process, f"http://127.0.0.1:{port}", token, dirs["root"], log)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"jupyter lab exited with code {process.returncode}:\n{lab.log_tail()}")
+            try:
+                if httpx.get(lab.url("/api/status"), timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"jupyter lab did not answer within {timeout} s:\n{lab.log_tail()}")
+            time.sleep(0.1)
+        yield lab
+    finally:
+        stop_tree(process, timeout=timeout)
+
+
+def stop_tree(process: subprocess.Popen[bytes], *, timeout: float) -> None:
+    """Terminate ``process`` (JupyterLab shuts its kernels down on SIGTERM), then kill any descendant left."""
+    try:
+        descendants = psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        descendants = []
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=timeout)
+    _, alive = psutil.wait_procs(descendants, timeout=5)
+    for leftover in alive:
+        try:
+            leftover.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+
+
+def write_notebook(path: Path) -> None:
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS.values()]
+    nbformat.write(notebook, path)
+
+
+@dataclass
+class Browser:
+    page: Page
+    dialogs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # uncaught exceptions in the page
+    console: list[str] = field(default_factory=list)  # console errors and warnings, for diagnosis
+
+    def cell(self, name: str) -> Locator:
+        return self.page.locator(".jp-Notebook .jp-Cell").nth(INDEX[name])
+
+    def output(self, name: str, renderer: str) -> Locator:
+        """The output of cell ``name`` that ``renderer`` (ENVELOPE, CATALOG or RAW_RESULT) drew."""
+        return self.cell(name).locator(f".jp-OutputArea-output{renderer}")
+
+    def notebook_js(self, body: str, arg: Any = None) -> Any:
+        """Run ``body`` with ``app`` and ``panel`` (the open notebook) bound; returns its value."""
+        script = f"async ([arg]) => {{ const app = window.jupyterapp; const panel = app.shell.currentWidget; {body} }}"
+        return self.page.evaluate(script, [arg])
+
+    def screenshot(self, name: str, target: Locator | None = None) -> Path:
+        """The whole page (JupyterLab fits the viewport), with ``target`` scrolled to the top of the notebook."""
+        if target is not None:
+            target.evaluate("node => node.scrollIntoView({block: 'start'})")
+        path = ARTIFACTS / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+
+@pytest.fixture(params=["lab-4.6", "lab-4.4-binder"])
+def lab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lab]:
+    """JupyterLab of the test environment (4.6), and of the Binder environment (4.4, repo2docker's base)."""
+    jupyter = JUPYTER if request.param == "lab-4.6" else request.getfixturevalue("binder_env").venv / "bin" / "jupyter"
+    with jupyter_lab(jupyter, tmp_path / "lab") as running:
+        yield dataclasses.replace(running, label=request.param)
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    if sync_playwright is None:
+        pytest.fail("the Python package playwright is missing: pip install -e '.[test]'")
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = chromium.new_page(viewport={"width": 1400, "height": 1600})
+            page.set_default_timeout(STEP)
+            opened = Browser(page)
+
+            def on_dialog(dialog: Any) -> None:
+                opened.dialogs.append(f"{dialog.type}: {dialog.message}")
+                dialog.dismiss()
+
+            def on_console(message: Any) -> None:
+                if message.type in ("error", "warning"):
+                    opened.console.append(f"{message.type}: {message.text}")
+
+            page.on("dialog", on_dialog)
+            page.on("console", on_console)
+            page.on("pageerror", lambda error: opened.errors.append(str(error)))
+            yield opened
+        finally:
+            chromium.close()
+
+
+def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_server_script(
+    lab: Lab, browser: Browser
+) -> None:
+    write_notebook(lab.root / NOTEBOOK)
+    page = browser.page
+    try:
+        page.goto(lab.url(f"/lab/tree/{NOTEBOOK}"))
+        page.wait_for_function(
+            """(path) => {
+                const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                const kernel = panel && panel.context && panel.context.path === path
+                    && panel.sessionContext.isReady && panel.sessionContext.session
+                    && panel.sessionContext.session.kernel;
+                return Boolean(kernel) && kernel.status === 'idle';
+            }""",
+            arg=NOTEBOOK,
+            timeout=STEP,
+        )
+        # Everything above the "close" cell: the pending call must still wait for its click. The command is
+        # not awaited here (page.evaluate has no timeout); the wait below has one, and stops at a failed cell.
+        browser.notebook_js(
+            "panel.content.activeCellIndex = arg; void app.commands.execute('notebook:run-all-above');", INDEX["close"]
+        )
+        page.wait_for_function(
+            """(count) => {
+                const cells = window.jupyterapp.shell.currentWidget.content.widgets.slice(0, count);
+                const failed = document.querySelector('[data-mime-type="application/vnd.jupyter.error"]');
+                return failed !== null || cells.every(cell => cell.model.executionCount !== null);
+            }""",
+            arg=INDEX["close"],
+            timeout=STEP,
+        )
+        failures = page.locator(
+            '.jp-OutputArea-output:is([data-mime-type="application/vnd.jupyter.error"], '
+            '[data-mime-type="application/vnd.jupyter.stderr"])'
+        )
+        assert failures.count() == 0, failures.all_inner_texts()
+
+        # The catalog, drawn by our renderer (not the text/html fallback).
+        catalog = browser.output("catalog", CATALOG)
+        expect(catalog).to_contain_text("PurrA catalog", timeout=STEP)
+        for tool in ("search_documents", "tiny_image", "greet"):
+            expect(catalog.locator("table.jp-PurraRenderer-table code", has_text=tool).first).to_be_visible()
+        expect(catalog).to_contain_text("callable under PurrA")
+        browser.screenshot(f"{lab.label}-01-run-all-catalog", catalog)
+
+        # The approval widget: nothing ran yet; one click runs the call and shows its envelope inside the widget.
+        approval = browser.cell("pending").locator(".purra-approval")
+        expect(approval).to_contain_text("Approve this MCP call?", timeout=STEP)
+        expect(approval).to_contain_text("search_documents")
+        expect(approval.locator(".purra-approval-state")).to_have_text("pending")
+        expect(approval.locator(OURS)).to_have_count(0)
+        browser.screenshot(f"{lab.label}-02a-approval-pending", approval)
+        approval.get_by_role("button", name="Approve").click()
+        approved = approval.locator(f".jp-OutputArea-output{ENVELOPE}")
+        expect(approved).to_contain_text("search_documents", timeout=STEP)
+        expect(approved.locator(".jp-PurraRenderer-header")).to_contain_text("ok")
+        expect(approved.locator("table.jp-PurraRenderer-table")).to_have_count(1)  # the hits, as records
+        expect(approval.locator(".purra-approval-state")).to_have_text("done")
+        expect(approval.get_by_role("button", name="Approve")).to_be_disabled()
+        browser.screenshot(f"{lab.label}-02b-approved-envelope", approved)
+
+        # The raw image: our raw-result renderer, its label, and the PNG as a data URI.
+        image = browser.output("image", RAW_RESULT)
+        expect(image).to_contain_text(RAW_LABEL, timeout=STEP)
+        expect(image).to_contain_text("tiny_image")
+        png = image.locator("img.jp-PurraRenderer-image")
+        expect(png).to_have_count(1)
+        assert (png.get_attribute("src") or "").startswith("data:image/png;base64,")
+        assert png.evaluate("img => img.complete && img.naturalWidth") == 4  # the 4x4 checkerboard decoded
+        browser.screenshot(f"{lab.label}-03-raw-tiny-image", image)
+
+        # XSS: names, descriptions, text and structured values with payloads, an SVG, markup as PNG data and
+        # a javascript: link, all shown as text.
+        xss_catalog = browser.output("xss_catalog", CATALOG)
+        xss_envelope = browser.output("xss_envelope", ENVELOPE)
+        xss_raw = browser.output("xss_raw", RAW_RESULT)
+        expect(xss_catalog.locator("code", has_text=XSS_IMG)).to_be_visible(timeout=STEP)
+        expect(xss_catalog).to_contain_text(XSS_SCRIPT)  # the description
+        expect(xss_envelope.locator("pre", has_text=XSS_SCRIPT)).to_be_visible(timeout=STEP)
+        expect(xss_envelope.locator("table.jp-PurraRenderer-table td", has_text=XSS_SVG).first).to_be_visible()
+        expect(xss_raw).to_contain_text(RAW_LABEL, timeout=STEP)
+        for payload in (XSS_SCRIPT, XSS_IMG, XSS_SVG, XSS_URI):
+            expect(xss_raw.locator("pre", has_text=payload).first).to_be_visible()
+        expect(xss_raw).to_contain_text("image/svg+xml (28 base64 chars) — not shown")
+        expect(xss_raw).to_contain_text("image/png (35 base64 chars) — not shown")
+        expect(xss_raw).to_contain_text(f"uri: {XSS_URI}")
+        browser.screenshot(f"{lab.label}-04a-xss-catalog-and-envelope", xss_catalog)
+        browser.screenshot(f"{lab.label}-04b-xss-raw-result", xss_raw)
+
+        hazards = page.evaluate(
+            """() => {
+                const outputs = '.jp-Notebook .jp-OutputArea';
+                const ours = '.jp-PurraRenderer';
+                const allowed = /^data:image\\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+\\/]*={0,2}$/;
+                return {
+                    pwned: typeof window.__pwned,
+                    scripts: document.querySelectorAll(`${outputs} script`).length,
+                    handlers: document.querySelectorAll(`${outputs} [onerror], ${outputs} [onload]`).length,
+                    links: [...document.querySelectorAll('a[href]')].filter(a => a.protocol === 'javascript:').length,
+                    fallbacks: document.querySelectorAll('.jp-Notebook [data-mime-type="text/html"]').length,
+                    embedded: document.querySelectorAll(
+                        `${ours} svg, ${ours} iframe, ${ours} object, ${ours} embed`).length,
+                    images: [...document.querySelectorAll(`${outputs} img`)].map(img => img.getAttribute('src'))
+                        .filter(src => !allowed.test(src || '')),
+                };
+            }"""
+        )
+        assert hazards == {
+            "pwned": "undefined",
+            "scripts": 0,
+            "handlers": 0,
+            "links": 0,
+            "fallbacks": 0,  # every output with a text/html fallback was drawn by our renderers instead
+            "embedded": 0,
+            "images": [],
+        }
+        assert browser.dialogs == []
+        ours = page.locator(f".jp-Notebook {OURS} img")
+        expect(ours).to_have_count(1)  # only the demo's checkerboard, neither the SVG nor the markup "PNG"
+
+        # Close both sessions in the kernel, from the last cell, now that the approval is settled.
+        browser.notebook_js(
+            "panel.content.activeCellIndex = arg; void app.commands.execute('notebook:run-cell');", INDEX["close"]
+        )
+        expect(browser.cell("close").locator(".jp-OutputArea-output")).to_contain_text(
+            "('done', None, 'closed', 'closed')", timeout=STEP
+        )
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert browser.dialogs == []
+        assert browser.errors == []  # nothing threw in the page (a renderer that throws would show here)
+    except BaseException:
+        with suppress(Exception):
+            browser.screenshot(f"{lab.label}-failure")
+        print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
+        raise
