@@ -23,6 +23,15 @@ ROOT = Path(__file__).parent.parent
 SERVERS = Path(__file__).parent / "servers"
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """List the browser screenshots in the run's log (before pytest's closing line)."""
+    shots = sorted((ROOT / "tests" / "artifacts" / "browser").glob("*.png"))
+    if shots:
+        terminalreporter.write_sep("-", "browser screenshots")
+        for shot in shots:
+            terminalreporter.write_line(str(shot))
+
+
 def wait_until(condition: Callable[[], object], *, timeout: float = 10.0, what: str = "condition") -> object:
     """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
