@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 import purra_jupyter as pj
@@ -73,6 +74,28 @@ class DemoHttpServer:
         return "".join(lines)
 
 
+def stop_tree(process: subprocess.Popen[bytes], *, timeout: float) -> None:
+    """Terminate ``process`` (JupyterLab shuts its kernels down on SIGTERM), then kill any descendant left."""
+    try:
+        descendants = psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        descendants = []
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=timeout)
+    _, alive = psutil.wait_procs(descendants, timeout=5)
+    for leftover in alive:
+        try:
+            leftover.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+
+
 def _pump(stream: Any, sink: queue.Queue[str | None]) -> None:
     for line in stream:
         sink.put(line)
@@ -104,13 +127,7 @@ def demo_http(timeout: float = 30.0) -> Iterator[DemoHttpServer]:
                 url = line[len(LISTENING_PREFIX) :].strip()
         yield DemoHttpServer(process, url, lines)
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=timeout)
+        stop_tree(process, timeout=timeout)
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import nbformat
-import psutil
 import pytest
+from conftest import stop_tree
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -165,28 +165,6 @@ def jupyter_lab(jupyter: Path, home: Path, *, timeout: float = STARTUP) -> Itera
         yield lab
     finally:
         stop_tree(process, timeout=timeout)
-
-
-def stop_tree(process: subprocess.Popen[bytes], *, timeout: float) -> None:
-    """Terminate ``process`` (JupyterLab shuts its kernels down on SIGTERM), then kill any descendant left."""
-    try:
-        descendants = psutil.Process(process.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        descendants = []
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=timeout)
-    _, alive = psutil.wait_procs(descendants, timeout=5)
-    for leftover in alive:
-        try:
-            leftover.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(alive, timeout=5)
 
 
 def write_notebook(path: Path) -> None:

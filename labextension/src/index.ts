@@ -58,23 +58,43 @@ const CLASS = {
   treeValue: 'jp-PurraRenderer-treeValue'
 } as const;
 
-/** Shows a PurrA envelope: what a PurrA host gets from a bound tool. */
-export class EnvelopeRenderer extends Widget implements IRenderMime.IRenderer {
-  constructor() {
+/**
+ * What the three renderers share: the classes, the `data-mime-type` mark (as JupyterLab's own renderers
+ * set it), clearing before each render, and the line shown for data that is not an object.
+ */
+abstract class PurraRenderer extends Widget implements IRenderMime.IRenderer {
+  constructor(
+    private readonly mimeType: string,
+    className: string
+  ) {
     super();
     this.addClass(CLASS.root);
-    this.addClass(CLASS.envelope);
-    this.node.dataset['mimeType'] = ENVELOPE_MIME; // as JupyterLab's own renderers mark their output
+    this.addClass(className);
+    this.node.dataset['mimeType'] = mimeType;
   }
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
-    const node = this.node;
-    node.textContent = '';
-    const data = Private.asObject(model.data[ENVELOPE_MIME]);
+    this.node.textContent = '';
+    const data = Private.asObject(model.data[this.mimeType]);
     if (data === null) {
-      node.appendChild(Private.malformed(ENVELOPE_MIME));
-      return Promise.resolve();
+      this.node.appendChild(Private.malformed(this.mimeType));
+    } else {
+      this.draw(this.node, data);
     }
+    return Promise.resolve();
+  }
+
+  /** Draw ``data`` into the empty ``node``. */
+  protected abstract draw(node: HTMLElement, data: Private.JSONObject): void;
+}
+
+/** Shows a PurrA envelope: what a PurrA host gets from a bound tool. */
+export class EnvelopeRenderer extends PurraRenderer {
+  constructor() {
+    super(ENVELOPE_MIME, CLASS.envelope);
+  }
+
+  protected draw(node: HTMLElement, data: Private.JSONObject): void {
     node.appendChild(Private.header('PurrA envelope', data));
     Private.appendMessage(node, data);
     const envelope = Private.asObject(data.envelope) ?? {};
@@ -82,27 +102,16 @@ export class EnvelopeRenderer extends Widget implements IRenderMime.IRenderer {
       node.appendChild(Private.pre(Private.asText(text)));
     }
     Private.appendStructured(node, 'structured', envelope.structured);
-    return Promise.resolve();
   }
 }
 
 /** Shows a raw tools/call result, every content block kept, clearly labelled as outside the contract. */
-export class RawResultRenderer extends Widget implements IRenderMime.IRenderer {
+export class RawResultRenderer extends PurraRenderer {
   constructor() {
-    super();
-    this.addClass(CLASS.root);
-    this.addClass(CLASS.raw);
-    this.node.dataset['mimeType'] = RAW_RESULT_MIME; // as JupyterLab's own renderers mark their output
+    super(RAW_RESULT_MIME, CLASS.raw);
   }
 
-  renderModel(model: IRenderMime.IMimeModel): Promise<void> {
-    const node = this.node;
-    node.textContent = '';
-    const data = Private.asObject(model.data[RAW_RESULT_MIME]);
-    if (data === null) {
-      node.appendChild(Private.malformed(RAW_RESULT_MIME));
-      return Promise.resolve();
-    }
+  protected draw(node: HTMLElement, data: Private.JSONObject): void {
     node.appendChild(Private.el('div', CLASS.rawLabel, RAW_LABEL));
     node.appendChild(Private.header('raw result', data));
     Private.appendMessage(node, data);
@@ -114,27 +123,16 @@ export class RawResultRenderer extends Widget implements IRenderMime.IRenderer {
       node.appendChild(Private.block(block));
     }
     Private.appendStructured(node, 'structuredContent', result.structuredContent);
-    return Promise.resolve();
   }
 }
 
 /** Shows a server's tool catalog with PurrA verdicts, filterable by whether a tool is callable. */
-export class CatalogRenderer extends Widget implements IRenderMime.IRenderer {
+export class CatalogRenderer extends PurraRenderer {
   constructor() {
-    super();
-    this.addClass(CLASS.root);
-    this.addClass(CLASS.catalog);
-    this.node.dataset['mimeType'] = CATALOG_MIME; // as JupyterLab's own renderers mark their output
+    super(CATALOG_MIME, CLASS.catalog);
   }
 
-  renderModel(model: IRenderMime.IMimeModel): Promise<void> {
-    const node = this.node;
-    node.textContent = '';
-    const data = Private.asObject(model.data[CATALOG_MIME]);
-    if (data === null) {
-      node.appendChild(Private.malformed(CATALOG_MIME));
-      return Promise.resolve();
-    }
+  protected draw(node: HTMLElement, data: Private.JSONObject): void {
     const tools = Private.asArray(data.tools).map(tool => Private.asObject(tool) ?? {});
     const usable = tools.filter(tool => tool.callable === true).length;
     const summary = Private.el('div', CLASS.header);
@@ -190,7 +188,6 @@ export class CatalogRenderer extends Widget implements IRenderMime.IRenderer {
     table.appendChild(body);
     node.appendChild(table);
     applyFilter();
-    return Promise.resolve();
   }
 }
 
@@ -230,7 +227,7 @@ const extensions: IRenderMime.IExtension[] = [
 export default extensions;
 
 namespace Private {
-  type JSONObject = { readonly [key: string]: unknown };
+  export type JSONObject = { readonly [key: string]: unknown };
 
   export const FILTERS: ReadonlyArray<[string, string]> = [
     ['all', 'all tools'],
