@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import catalog as catalog_layer
+from .config import check_timeout
 from .envelope import Envelope, RawResult
 from .errors import McpSessionError
 from .wire import (
@@ -23,7 +24,6 @@ from .wire import (
     BINDING_MISSING,
     CATALOG_STALE,
     CLOSED,
-    CONFIG_INVALID,
     CONNECTION_CLOSED,
     EVENT_APPROVAL,
     EVENT_CALL,
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from .session import McpSession
 
 EMPTY_ENVELOPE = '{"text":[],"structured":null}'  # purra-mcp's envelope on every failure
-MAX_TIMEOUT_SECONDS = 300.0
 Result = Envelope | RawResult
 
 
@@ -91,11 +90,10 @@ def plan_call(
         tool = session.catalog[remote]
         if not tool.callable:
             raise McpSessionError(
-                "mcp_schema_unsupported" if tool.input_verdict != "compatible" or tool.output_verdict == "unsupported"
-                else "mcp_tool_unsupported",
+                tool.refusal or "mcp_schema_unsupported",
                 f"'{remote}' cannot be called as a PurrA read tool: {'; '.join(tool.reasons)}. "
                 "Explore it with raw=True.",
-            )  # fmt: skip
+            )
     return plan
 
 
@@ -221,8 +219,7 @@ async def _call_raw(plan: CallPlan, client: ClientSession) -> RawResult:
 def _timeout(session: McpSession, timeout: float | None) -> float:
     if timeout is None:
         return session.limits.timeout_ms / 1000
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= MAX_TIMEOUT_SECONDS:
-        raise McpSessionError(CONFIG_INVALID, "timeout must be a number of seconds above 0 and at most 300.")
+    check_timeout(timeout, "The call's timeout")
     return float(timeout)
 
 
@@ -237,31 +234,38 @@ def remote_name(session: McpSession, name: str) -> str:
 
 
 def _argument_problem(plan: CallPlan) -> str:
-    """Where the arguments break the contract: PurrA's for the PurrA path (the binding's own contract,
-    built by purra-mcp from the listed schema), the tool's own JSON Schema for the raw path."""
+    """Where the arguments break the contract (see ``argument_checker``), as a sentence; ``""`` if they fit."""
     schema = plan.session.catalog[plan.remote].input_schema
-    if plan.raw:
-        return raw_argument_problem(schema, plan.arguments)
-    return contract_problem(schema, plan.arguments, catalog_layer.call_limits(plan.session))
+    check = argument_checker(schema, raw=plan.raw, limits=catalog_layer.call_limits(plan.session))
+    found = check(plan.arguments)
+    if found is None:
+        return ""
+    path, problem = found
+    return f"the arguments do not fit at {path}: {problem}"
 
 
-def contract_problem(schema: Mapping[str, Any], arguments: Any, limits: Any) -> str:
-    """Where ``arguments`` break PurrA's contract for ``schema`` (``""`` when they fit)."""
+def argument_checker(schema: Mapping[str, Any], *, raw: bool, limits: Any) -> Callable[[Any], tuple[str, str] | None]:
+    """A check of arguments returning ``(path, problem)`` or ``None``: PurrA's contract for the PurrA path
+    (built once, by purra-mcp, from the listed schema, as the binding's is), the tool's own JSON Schema
+    (its declared draft) for the raw path."""
+    if raw:
+        return lambda arguments: _raw_problem(schema, arguments)
     from purra.structured import StructuredOutputError
     from purra_mcp import _remote_contract
 
     contract, _ = _remote_contract(schema, limits)
-    try:
-        contract.validate_value(arguments)
-    except StructuredOutputError as error:
-        return f"the arguments do not fit the tool's contract at {error.details.get('path', '$')} " + (
-            f"({error.details.get('keyword', 'schema')})"
-        )
-    return ""
+
+    def check(arguments: Any) -> tuple[str, str] | None:
+        try:
+            contract.validate_value(arguments)
+        except StructuredOutputError as error:
+            return error.details.get("path", "$"), f"{error.details.get('keyword', 'schema')} of the contract"
+        return None
+
+    return check
 
 
-def raw_argument_problem(schema: Mapping[str, Any], arguments: Any) -> str:
-    """The first way ``arguments`` break the tool's own schema (draft as it declares), or ``""``."""
+def _raw_problem(schema: Mapping[str, Any], arguments: Any) -> tuple[str, str] | None:
     import jsonschema
     from jsonschema.exceptions import best_match
 
@@ -269,10 +273,8 @@ def raw_argument_problem(schema: Mapping[str, Any], arguments: Any) -> str:
         validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         error = best_match(validator_class(schema).iter_errors(arguments))
     except Exception as exc:  # a server's schema can break a validator in many ways: refuse, do not crash
-        return f"the tool's own input schema cannot check arguments ({exc.__class__.__name__})"
-    if error is None:
-        return ""
-    return f"{error.json_path}: {error.message}"
+        return "$", f"the tool's own input schema cannot check arguments ({exc.__class__.__name__})"
+    return None if error is None else (error.json_path, error.message)
 
 
 def logged(plan: CallPlan, result: Result) -> Result:

@@ -117,6 +117,7 @@ class ToolVerdict:
     schema_bytes: int
     listing: Mapping[str, Any] = field(repr=False)
     bound_as: str | None = None
+    refusal: str | None = None  # the code purra-mcp refuses a binding with (its first failing check)
 
     def row(self) -> dict[str, Any]:
         hints = self.annotations
@@ -280,16 +281,22 @@ def verdict_of(tool: types.Tool, limits: McpToolLimits) -> ToolVerdict:
     input_ok = _schema_accepted(tool.inputSchema, limits)
     output_ok = tool.outputSchema is None or _schema_accepted(tool.outputSchema, limits)
     reasons: list[str] = []
+    codes: list[str] = []  # in the order discover_mcp_tools checks
     if not _SERVER_NAME.fullmatch(tool.name):
+        codes.append(BINDING_INVALID)
         reasons.append("name: not a name PurrA binds — use 1 to 128 letters, digits, '_', '.' or '-'")
     size = len(description.encode("utf-8"))
     if size > limits.max_description_bytes:
+        codes.append("mcp_catalog_limit_exceeded")
         reasons.append(f"description: {size} bytes, over the {limits.max_description_bytes}-byte limit — shorten it")
     if task_support == "required":
+        codes.append("mcp_tool_unsupported")
         reasons.append("execution.taskSupport: 'required' — PurrA calls tools directly; make tasks optional")
     if not input_ok:
+        codes.append("mcp_schema_unsupported")
         reasons.extend(schema_reasons(tool.inputSchema, "inputSchema", limits))
     if not output_ok:
+        codes.append("mcp_schema_unsupported")
         reasons.extend(schema_reasons(tool.outputSchema, "outputSchema", limits))
     sizes = [_safe_bytes(schema) for schema in (tool.inputSchema, tool.outputSchema) if schema is not None]
     return ToolVerdict(
@@ -304,6 +311,7 @@ def verdict_of(tool: types.Tool, limits: McpToolLimits) -> ToolVerdict:
         output_verdict=NONE if tool.outputSchema is None else COMPATIBLE if output_ok else UNSUPPORTED,
         callable=not reasons and input_ok and output_ok,
         reasons=tuple(reasons),
+        refusal=codes[0] if codes else None,
         schema_bytes=sum(sizes),
         listing=listing,
     )

@@ -80,7 +80,7 @@ class ServerConfig:
             self._check_stdio()
         else:
             self._check_http()
-        _check_timeout(self.name, self.timeout)
+        check_timeout(self.timeout, f"Server '{self.name}': timeout")
         # Freeze containers so a config cannot change after it was validated.
         object.__setattr__(self, "args", tuple(self.args))
         for name in ("env", "headers"):
@@ -170,14 +170,15 @@ def _check_name(name: object) -> None:
         )
 
 
-def _check_timeout(name: str, timeout: object) -> None:
+def check_timeout(timeout: object, what: str) -> None:
+    """A timeout is seconds above 0 and at most purra-mcp's 300 (for a server and for one call)."""
     if (
         isinstance(timeout, bool)
         or not isinstance(timeout, int | float)
         or not math.isfinite(timeout)
         or not 0 < timeout <= MAX_TIMEOUT_SECONDS
     ):
-        raise _invalid(f"Server '{name}': timeout must be a number of seconds above 0 and at most 300.")
+        raise _invalid(f"{what} must be a number of seconds above 0 and at most 300.")
 
 
 def _check_no_line_breaks(where: str, field_name: str, value: str) -> None:

@@ -346,11 +346,8 @@ def tool_form(session: McpSession, name: str) -> SchemaForm:
     remote = calls.remote_name(session, name)
     tool = session.catalog[remote]
     raw = not tool.callable
-    if raw:
-        form = SchemaForm(tool.input_schema, lambda value: _raw_check(tool.input_schema, value), editor=True)
-    else:
-        limits = catalog.call_limits(session)
-        form = SchemaForm(tool.input_schema, lambda value: _contract_check(tool.input_schema, value, limits))
+    check = calls.argument_checker(tool.input_schema, raw=raw, limits=catalog.call_limits(session))
+    form = SchemaForm(tool.input_schema, check, editor=raw)
     output = widgets.Output()
     form.review_output = output  # type: ignore[attr-defined]
     form.children = [*form.children, output]
@@ -365,26 +362,6 @@ def tool_form(session: McpSession, name: str) -> SchemaForm:
 
     form.review_button.on_click(review)
     return form
-
-
-def _contract_check(schema: Mapping[str, Any], value: Any, limits: Any) -> tuple[str, str] | None:
-    from purra.structured import StructuredOutputError
-    from purra_mcp import _remote_contract
-
-    contract, _ = _remote_contract(schema, limits)
-    try:
-        contract.validate_value(value)
-    except StructuredOutputError as error:
-        return error.details.get("path", "$"), f"does not fit the contract ({error.details.get('keyword')})"
-    return None
-
-
-def _raw_check(schema: Mapping[str, Any], value: Any) -> tuple[str, str] | None:
-    problem = calls.raw_argument_problem(schema, value)
-    if not problem:
-        return None
-    path, _, message = problem.partition(": ")
-    return path, message or problem
 
 
 def _parse_json(text: str, path: str, required: bool) -> Any:

@@ -335,7 +335,8 @@ class McpSession(HasTraits):
     def _finish(self, state: str, cause: str) -> None:
         if self._stderr is not None:
             self._stderr.join()
-        self._cause = self._cause or cause if state == FAILED else cause
+        # A failure keeps its first cause; a close says who closed the session.
+        self._cause = (self._cause or cause) if state == FAILED else cause
         self.log.add(EVENT_CLOSE, cause)
         self._set_state(state)
         registry.remove(self)

@@ -172,9 +172,7 @@ def test_local_names_and_the_call_log(demo: pj.McpSession) -> None:
     envelope = demo.call("plus", {"a": 2, "b": 3}, approve=True)
     assert envelope.tool == "plus" and envelope.structured == {"sum": 5}
     assert demo.call("add", {"a": 1, "b": 1}, approve=True).tool == "plus"  # the remote name works too
-    assert [row.detail.split(":")[0] for row in demo.log.events("call")][-2:] == [
-        row.detail.split(":")[0] for row in demo.log.events("call")[-2:]
-    ]
+    assert [row.detail.split(" ")[:2] for row in demo.log.events("call")[-2:]] == [["plus", "(purra)"]] * 2
     assert re.search(r"plus \(purra\) \d+ ms: ok", demo.log.events("call")[-1].detail)
     assert any("approved in code" in row.detail for row in demo.log.events("approval"))
 

@@ -32,8 +32,9 @@ def read_binding(remote: str, **kwargs: Any) -> McpToolBinding:
                           **kwargs)  # fmt: skip
 
 
-def purra_accepts(session: pj.McpSession, tool: str) -> bool:
-    """Does purra-mcp itself bind ``tool`` on this session's connection? (Independent of our bind code.)"""
+def purra_refusal(session: pj.McpSession, tool: str) -> str | None:
+    """The code purra-mcp itself refuses to bind ``tool`` with on this session's connection, or ``None`` when it
+    binds it (independent of our bind code)."""
 
     async def discover(client: ClientSession) -> Any:
         return await discover_mcp_tools(client, session.name, {tool: read_binding(tool)}, monitor=session.monitor,
@@ -44,13 +45,18 @@ def purra_accepts(session: pj.McpSession, tool: str) -> bool:
     except pj.McpSessionError as error:
         assert error.code in {"mcp_schema_unsupported", "mcp_tool_unsupported", "mcp_catalog_limit_exceeded",
                               "mcp_binding_invalid"}, error  # fmt: skip
-        return False
-    return True
+        return error.code
+    return None
+
+
+def purra_accepts(session: pj.McpSession, tool: str) -> bool:
+    return purra_refusal(session, tool) is None
 
 
 def assert_verdicts_match_purra(session: pj.McpSession) -> None:
     for tool in session.catalog.tools:
-        assert tool.callable == purra_accepts(session, tool.name), tool.name
+        refusal = purra_refusal(session, tool.name)
+        assert (tool.callable, tool.refusal) == (refusal is None, refusal), tool.name
         assert bool(tool.reasons) == (not tool.callable), tool.name
 
 

@@ -11,13 +11,14 @@ from purra_mcp import McpAdapterError, McpToolLimits, _remote_contract
 
 import purra_jupyter as pj
 from purra_jupyter.approval import PendingCall
-from purra_jupyter.forms import UNSET_LABEL, ArrayField, SchemaForm, UnionField, _contract_check
+from purra_jupyter.calls import argument_checker
+from purra_jupyter.forms import UNSET_LABEL, ArrayField, SchemaForm, UnionField
 
 LIMITS = McpToolLimits()
 
 
 def form_for(schema: dict) -> SchemaForm:
-    return SchemaForm(schema, lambda value: _contract_check(schema, value, LIMITS))
+    return SchemaForm(schema, argument_checker(schema, raw=False, limits=LIMITS))
 
 
 def contract_accepts(schema: dict, value: Any) -> bool:

@@ -78,8 +78,9 @@ ROOTS = st.builds(
 )
 
 
-async def list_and_bind(input_schema: dict, output_schema: dict | None, **extra: Any) -> tuple[types.Tool, bool]:
-    """Serve one tool in memory; return it as the client lists it, and whether purra-mcp binds it."""
+async def list_and_bind(input_schema: dict, output_schema: dict | None, **extra: Any) -> tuple[types.Tool, str | None]:
+    """Serve one tool in memory; return it as the client lists it, and the code purra-mcp refuses to bind it with
+    (``None`` when it binds it)."""
     server: Server[Any] = Server("generated")
 
     @server.list_tools()
@@ -95,15 +96,17 @@ async def list_and_bind(input_schema: dict, output_schema: dict | None, **extra:
             await discover_mcp_tools(client, "generated", {"t": binding}, monitor=monitor, limits=LIMITS)
         except McpAdapterError as error:
             assert error.code in {"mcp_schema_unsupported", "mcp_tool_unsupported"}, error.code
-            return listed, False
-        return listed, True
+            return listed, error.code
+        return listed, None
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(input_schema=ROOTS, output_schema=st.one_of(st.none(), ROOTS))
 def test_generated_schemas_get_purras_verdict_with_specific_reasons(input_schema: dict, output_schema: Any) -> None:
-    listed, accepted = anyio.run(list_and_bind, input_schema, output_schema)
+    listed, refusal = anyio.run(list_and_bind, input_schema, output_schema)
     verdict = verdict_of(listed, LIMITS)
+    accepted = refusal is None
+    assert verdict.refusal == refusal
     assert verdict.callable == accepted
     if not accepted:
         assert verdict.reasons
@@ -139,8 +142,10 @@ BIG = {"type": "object", "properties": {f"p{i}": {"type": "string", "description
     ],
 )
 def test_each_kind_of_refusal_has_its_reason_and_matches_purra(schema: dict, reason: str) -> None:
-    listed, accepted = anyio.run(list_and_bind, schema, None)
+    listed, refusal = anyio.run(list_and_bind, schema, None)
     verdict = verdict_of(listed, LIMITS)
+    accepted = refusal is None
+    assert verdict.refusal == refusal
     assert not accepted and not verdict.callable
     assert any(reason in text for text in verdict.reasons), verdict.reasons
     assert FALLBACK_REASON not in " ".join(verdict.reasons)
@@ -148,8 +153,10 @@ def test_each_kind_of_refusal_has_its_reason_and_matches_purra(schema: dict, rea
 
 def test_task_support_required_is_refused_with_its_reason() -> None:
     execution = types.ToolExecution(taskSupport="required")
-    listed, accepted = anyio.run(lambda: list_and_bind({"type": "object"}, None, execution=execution))
+    listed, refusal = anyio.run(lambda: list_and_bind({"type": "object"}, None, execution=execution))
     verdict = verdict_of(listed, LIMITS)
+    accepted = refusal is None
+    assert verdict.refusal == refusal
     assert not accepted
     assert not verdict.callable and verdict.input_verdict == "compatible"
     assert verdict.reasons == ("execution.taskSupport: 'required' — PurrA calls tools directly; make tasks optional",)
