@@ -1,6 +1,7 @@
 """The approval widget: nothing is sent to a server until a person approved that exact call.
 
-An approval covers one call: server, tool, the digest of the arguments and the catalog revision.
+An approval covers one call (or one batch of calls, see ``evaluate``): server, tool, the digest of
+the arguments and the catalog revision.
 When the catalog turns stale or the session ends before the decision, the call turns ``void`` and
 approving it sends nothing. A decision is final: a second click does nothing.
 """
@@ -16,7 +17,6 @@ import ipywidgets as widgets
 from traitlets import Any as AnyTrait
 from traitlets import Enum, HasTraits
 
-from . import calls
 from .calls import CallPlan, Result
 from .wire import (
     CALL_STATES,
@@ -37,18 +37,22 @@ HINTS_LABEL = "server hints — grant no authority"
 
 
 class PendingCall(HasTraits):
-    """A call waiting for a decision; displays as the approval widget. ``result`` is set once decided."""
+    """A call waiting for a decision; displays as the approval widget. ``result`` is set once decided.
+
+    ``plan`` is a ``CallPlan`` or anything offering the same approval face (``evaluate``'s batch):
+    ``session, remote, raw, declaration, question, summary, shown_arguments, detail_rows, digest(), start(how,
+    done), refuse(how), voided(code, message), shown(result)``. ``extra`` widgets go below the buttons."""
 
     state = Enum(CALL_STATES, default_value=PENDING, help="pending | running | done | denied | void")
-    result = AnyTrait(None, allow_none=True, help="the Envelope or RawResult, once decided")
+    result = AnyTrait(None, allow_none=True, help="the Envelope or RawResult (a DataFrame for a batch), once decided")
 
-    def __init__(self, plan: CallPlan) -> None:
+    def __init__(self, plan: CallPlan | Any, extra: tuple[widgets.Widget, ...] = ()) -> None:
         super().__init__()
         self.plan = plan
         self.revision = plan.session.monitor.revision
-        self.arguments_digest = calls.arguments_digest(plan)
+        self.arguments_digest = plan.digest()
         self._lock = threading.Lock()
-        self.widget = ApprovalWidget(self)
+        self.widget = ApprovalWidget(self, extra)
         plan.session.observe(self._session_changed, names="state")
 
     @property
@@ -71,14 +75,14 @@ class PendingCall(HasTraits):
         if self.state != RUNNING:
             self._void()
             return
-        calls.submit(self.plan, how, self._finish)
+        self.plan.start(how, self._finish)
 
     def _deny(self, how: str) -> None:
         with self._lock:
             if self.state != PENDING:
                 return
             self.state = DENIED
-        self._settle(calls.denied(self.plan, how))
+        self._settle(self.plan.refuse(how))
 
     def _void_reason(self) -> tuple[str, str] | None:
         session = self.session
@@ -97,24 +101,24 @@ class PendingCall(HasTraits):
         self.session.log.add(
             EVENT_APPROVAL, f"void: {self.plan.remote}, args {self.arguments_digest[:12]}: {reason[1]}"
         )
-        self._settle(calls.logged(self.plan, self.plan.fail(*reason)))
+        self._settle(self.plan.voided(*reason))
 
     def _session_changed(self, change: dict[str, Any]) -> None:
         if self.state == PENDING and change["new"] in (STALE, CLOSED, FAILED):
             self._void()
 
     def _finish(self, result: Result) -> None:
+        self._settle(result)  # the result is shown before the state says done
         with self._lock:
             self.state = DONE
-        self._settle(result)
 
     def _settle(self, result: Result) -> None:
         self.session.unobserve(self._session_changed, names="state")
         self.result = result
-        self.widget.show(result)
+        self.widget.show(*self.plan.shown(result))
 
     def __repr__(self) -> str:
-        return f"<PendingCall {self.plan.session.name}/{self.plan.remote} {self.state}: {self.widget.summary}>"
+        return f"<PendingCall {self.plan.session.name}/{self.plan.remote} {self.state}: {self.plan.summary}>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
@@ -125,11 +129,10 @@ class PendingCall(HasTraits):
 class ApprovalWidget(widgets.VBox):
     """What the person decides on: the server, the tool, what approving declares, the exact arguments."""
 
-    def __init__(self, pending: PendingCall) -> None:
+    def __init__(self, pending: PendingCall, extra: tuple[widgets.Widget, ...] = ()) -> None:
         plan = pending.plan
         session = plan.session
         tool = session.catalog[plan.remote]
-        self.summary = f"{plan.local}({json.dumps(plan.arguments, ensure_ascii=False)[:200]})"
         self.approve_button = widgets.Button(description="Approve", button_style="success", icon="check")
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
         self.approve_button.on_click(lambda _: pending._approve("approved by a click"))
@@ -141,16 +144,18 @@ class ApprovalWidget(widgets.VBox):
             [
                 widgets.HTML(_details_html(pending, tool)),
                 widgets.HBox([self.approve_button, self.deny_button, self.status]),
+                *extra,
                 self.output,
             ]
         )
         self.add_class("purra-approval")
 
-    def show(self, result: Result) -> None:
+    def show(self, *shown: Any) -> None:
         """Disable the buttons and show the result (from any thread: widget traits and Output only)."""
         self.approve_button.disabled = True
         self.deny_button.disabled = True
-        self.output.append_display_data(result)
+        for item in shown:
+            self.output.append_display_data(item)
 
 
 def _status_html(state: str) -> str:
@@ -168,13 +173,15 @@ def _details_html(pending: PendingCall, tool: Any) -> str:
         ("tool", f"{tool.title or tool.name} ({plan.remote}) — {path}"),
         ("verdict", verdict),
     ]
+    rows.extend(plan.detail_rows)
     if plan.declaration:
         rows.append(("declares", plan.declaration))
     rows.append((HINTS_LABEL, json.dumps(hints, ensure_ascii=False) if hints else "none"))
     rows.append(("arguments digest", pending.arguments_digest))
     body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
-    arguments = escape(json.dumps(plan.arguments, indent=2, ensure_ascii=False))
+    label, shown = plan.shown_arguments
+    arguments = escape(json.dumps(shown, indent=2, ensure_ascii=False))
     return (
-        f"<div><b>Approve this MCP call?</b></div><table>{body}</table>"
-        f"<div>arguments (sent exactly as shown):</div><pre>{arguments}</pre>"
+        f"<div><b>{escape(plan.question)}</b></div><table>{body}</table>"
+        f"<div>{escape(label)}</div><pre>{arguments}</pre>"
     )

@@ -75,6 +75,37 @@ class CallPlan:
             return RawResult(session.name, self.remote, error_code=code, elapsed_ms=elapsed_ms, message=message)
         return Envelope(session.name, self.local, EMPTY_ENVELOPE, code, elapsed_ms, message)
 
+    # What an approval widget needs (a batch of calls offers the same; see approval.PendingCall).
+
+    question = "Approve this MCP call?"
+
+    @property
+    def summary(self) -> str:
+        return f"{self.local}({json.dumps(self.arguments, ensure_ascii=False)[:200]})"
+
+    @property
+    def shown_arguments(self) -> tuple[str, Any]:
+        return "arguments (sent exactly as shown):", self.arguments
+
+    @property
+    def detail_rows(self) -> tuple[tuple[str, str], ...]:
+        return ()
+
+    def digest(self) -> str:
+        return arguments_digest(self.arguments)
+
+    def start(self, how: str, done: Callable[[Result], None]) -> None:
+        submit(self, how, done)
+
+    def refuse(self, how: str) -> Result:
+        return denied(self, how)
+
+    def voided(self, code: str, message: str) -> Result:
+        return logged(self, self.fail(code, message))
+
+    def shown(self, result: Result) -> tuple[Any, ...]:
+        return (result,)
+
 
 def plan_call(
     session: McpSession, name: str, arguments: Mapping[str, Any] | None, *, raw: bool, timeout: float | None
@@ -141,22 +172,24 @@ def submit(plan: CallPlan, how: str, done: Callable[[Result], None]) -> Future[A
 
 
 def denied(plan: CallPlan, how: str) -> Result:
-    plan.session.log.add(EVENT_APPROVAL, f"denied {plan.remote} ({how}), args {arguments_digest(plan)[:12]}")
+    plan.session.log.add(EVENT_APPROVAL, f"denied {plan.remote} ({how}), args {plan.digest()[:12]}")
     return logged(plan, plan.fail(APPROVAL_DENIED, "the call was denied; nothing was sent"))
 
 
 def approved(plan: CallPlan, how: str) -> None:
     declaration = f"; declares: {plan.declaration}" if plan.declaration else ""
-    plan.session.log.add(EVENT_APPROVAL, f"{how}: {plan.remote}, args {arguments_digest(plan)[:12]}{declaration}")
+    plan.session.log.add(EVENT_APPROVAL, f"{how}: {plan.remote}, args {plan.digest()[:12]}{declaration}")
 
 
-def arguments_digest(plan: CallPlan) -> str:
+def arguments_digest(arguments: Any) -> str:
+    """PurrA's identity digest of plain JSON ``arguments`` (through their canonical text when they
+    break its limits), which an approval covers."""
     from purra.structured import json_identity_digest
 
     try:
-        return json_identity_digest(plan.arguments)
+        return json_identity_digest(arguments)
     except (TypeError, ValueError):
-        return json_identity_digest({"json": json.dumps(plan.arguments, sort_keys=True)})
+        return json_identity_digest({"json": json.dumps(arguments, sort_keys=True)})
 
 
 def settle(plan: CallPlan, error: BaseException, started: float) -> Result:

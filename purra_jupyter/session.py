@@ -56,6 +56,7 @@ from .wire import (
 
 if TYPE_CHECKING:
     import httpx
+    import pandas as pd
     from mcp import ClientSession
     from purra_mcp import McpCatalogMonitor, McpToolBinding, McpToolCatalog, McpToolLimits
 
@@ -365,25 +366,26 @@ class McpSession(HasTraits):
         """Schedule ``func(client)`` on the loop without waiting (widget callbacks); errors from the
         future go through ``translate_error``."""
         self._check_usable()
+        return runner.submit(self._bounded, func, timeout)
+
+    async def _bounded(self, func: Callable[[ClientSession], Awaitable[T]], timeout: float | None = None) -> T:
+        """``func(client)`` on the loop within ``timeout`` seconds (default: the config's); cancelled with
+        ``mcp_connection_closed`` when the connection is lost."""
         client = self._client
         assert client is not None
         limit = timeout if timeout is not None else self.config.timeout
-
-        async def bounded() -> T:
-            try:
-                with anyio.fail_after(limit), anyio.CancelScope() as scope:
-                    if not self._cause:
-                        self._in_flight.add(scope)
-                        try:
-                            return await func(client)
-                        finally:
-                            self._in_flight.discard(scope)
-            except TimeoutError:
-                message = f"Server '{self.name}' did not answer within {limit:g} s.{_stderr_hint(self)}"
-                raise McpSessionError(TIMEOUT, message) from None
-            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' lost its connection: {self._cause}.")
-
-        return runner.submit(bounded)
+        try:
+            with anyio.fail_after(limit), anyio.CancelScope() as scope:
+                if not self._cause:
+                    self._in_flight.add(scope)
+                    try:
+                        return await func(client)
+                    finally:
+                        self._in_flight.discard(scope)
+        except TimeoutError:
+            message = f"Server '{self.name}' did not answer within {limit:g} s.{_stderr_hint(self)}"
+            raise McpSessionError(TIMEOUT, message) from None
+        raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' lost its connection: {self._cause}.")
 
     def translate_error(self, error: BaseException) -> BaseException:
         """``error`` as an ``McpSessionError`` (what ``_request`` would have raised)."""
@@ -493,6 +495,33 @@ class McpSession(HasTraits):
         from .approval import PendingCall
 
         return PendingCall(plan)
+
+    def evaluate(
+        self,
+        tool: str,
+        rows: Any,
+        *,
+        approve: bool | None = None,
+        concurrency: int = 1,
+        timeout: float | None = None,
+        check: Callable[[Any], object] | None = None,
+        raw: bool = False,
+    ) -> pd.DataFrame | PendingCall:
+        """Call ``tool`` once per row of ``rows`` (a DataFrame, or a list of argument dicts) and return
+        a DataFrame: the input columns, then ``ok, error_code, text, structured, elapsed_ms, message``,
+        and ``passed, check_message`` when ``check(result)`` (returning a bool or a failure message)
+        is given. ``.attrs["summary"]`` holds the counts per outcome and p50/p95 latency.
+
+        Missing cells (None, NaN) are left out of a row's arguments. Rows whose arguments do not fit
+        are refused before anything is sent; one approval covers the rest (``prompt`` returns a
+        ``PendingCall`` whose ``result`` becomes the DataFrame). ``concurrency`` > 1 (at most 64) needs
+        a binding declared ``concurrency_safe``. A kernel interrupt stops the batch: finished rows keep
+        their results, the others get ``mcp_interrupted``."""
+        from .evaluate import evaluate
+
+        return evaluate(
+            self, tool, rows, approve=approve, concurrency=concurrency, timeout=timeout, check=check, raw=raw
+        )
 
     def form(self, tool: str) -> SchemaForm:
         """An argument form for ``tool``, generated from its input schema; its "Review call" button

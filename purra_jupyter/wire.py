@@ -17,6 +17,7 @@ SESSION_UNKNOWN = "mcp_session_unknown"
 DIGEST_MISMATCH = "mcp_digest_mismatch"
 APPROVAL_DENIED = "mcp_approval_denied"
 NOT_TABULAR = "mcp_result_not_tabular"
+NOT_CONCURRENCY_SAFE = "mcp_evaluate_not_concurrency_safe"
 
 # Error codes shared with purra-mcp.
 BINDING_INVALID = "mcp_binding_invalid"

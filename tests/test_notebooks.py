@@ -12,7 +12,8 @@ ROOT = Path(__file__).parent.parent
 
 
 def execute(name: str, tmp_path: Path) -> list[dict]:
-    """Run ``notebooks/NAME.ipynb`` as ``scripts/demo --execute`` does; return every cell output."""
+    """Run ``notebooks/NAME.ipynb`` as ``scripts/demo --execute`` does; return every cell output
+    (each tagged with its cell's source as ``source``)."""
     target = tmp_path / f"{name}.executed.ipynb"
     run = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "execute_notebook.py"), str(ROOT / "notebooks" / f"{name}.ipynb"),
@@ -21,8 +22,13 @@ def execute(name: str, tmp_path: Path) -> list[dict]:
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     notebook = nbformat.read(target, as_version=4)
-    outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
-    assert not [output for output in outputs if output.output_type == "error"]
+    outputs = [
+        {**output, "source": cell.source}
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+    ]
+    assert not [output for output in outputs if output["output_type"] == "error"]
     assert not [output for output in outputs if output.get("name") == "stderr"]
     return outputs
 
@@ -43,9 +49,15 @@ def test_the_quickstart_runs_top_to_bottom_on_a_real_kernel(tmp_path: Path) -> N
 
 
 def test_the_evaluate_notebook_runs_top_to_bottom_on_a_real_kernel(tmp_path: Path) -> None:
-    text = plain(execute("evaluate", tmp_path))
+    outputs = execute("evaluate", tmp_path)
+    text = plain(outputs)
     assert "True" in text  # the pinned digest held
-    assert "Not/A_Zone" in text and "mcp_tool_error" in text
+    assert "Not/A_Zone" in text and "mcp_tool_error: no time for this zone" in text
+    assert "ok 3, mcp_tool_error 1" in text  # the batch's summary
+    assert "ok 16, mcp_invalid_arguments 1" in text and "at most 4 calls in flight" in text
+    # evaluate's progress bar is a widget on a real kernel (tqdm.auto), not text on stderr
+    batch = [output for output in outputs if "time_server.evaluate(" in output["source"]]
+    assert any("application/vnd.jupyter.widget-view+json" in output.get("data", {}) for output in batch)
 
 
 def test_committed_notebooks_carry_no_outputs() -> None:

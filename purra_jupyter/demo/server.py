@@ -187,7 +187,8 @@ def _base_tools() -> list[types.Tool]:
         _tool(
             "call_counts",
             "Call counts",
-            "Report how many tools/call requests this server process has finished, per tool name.",
+            "Report how many tools/call requests this server process has finished, per tool name, and the "
+            "most it has had in flight at once.",
             dict(_NO_ARGUMENTS),
             _object(
                 {
@@ -196,6 +197,11 @@ def _base_tools() -> list[types.Tool]:
                         # cannot be declared per key; the server always sends non-negative integers.
                         "type": "object",
                         "description": "Finished tools/call requests per tool name (non-negative integers).",
+                    },
+                    "max_in_flight": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "The most tools/call requests this process was handling at once.",
                     },
                 }
             ),
@@ -229,6 +235,8 @@ class DemoServer(Server[dict[str, Any], Any]):
         )
         self.extra_tool_listed = False
         self.call_counts: Counter[str] = Counter()
+        self.in_flight = 0
+        self.max_in_flight = 0
 
     def create_initialization_options(
         self,
@@ -305,7 +313,8 @@ def build_server() -> DemoServer:
             case "call_counts":
                 counts = dict(sorted(server.call_counts.items()))
                 text = "\n".join(f"{tool}\t{count}" for tool, count in counts.items()) or "no calls yet"
-                return _text(text), {"counts": counts}
+                text += f"\nmost calls in flight at once\t{server.max_in_flight}"
+                return _text(text), {"counts": counts, "max_in_flight": server.max_in_flight}
             case "extra_tool" if server.extra_tool_listed:
                 return _text("extra")
             case _:
@@ -313,12 +322,16 @@ def build_server() -> DemoServer:
 
     # Count every finished tools/call request (answered, refused by input validation, failed or cancelled).
     # The count is taken after the handler returns, so call_counts never includes the call reporting it.
+    # The requests in flight (this one included) give max_in_flight: what a client's concurrency really was.
     handle_call = server.request_handlers[types.CallToolRequest]
 
     async def counted_call(request: types.CallToolRequest) -> types.ServerResult:
+        server.in_flight += 1
+        server.max_in_flight = max(server.max_in_flight, server.in_flight)
         try:
             return await handle_call(request)
         finally:
+            server.in_flight -= 1
             server.call_counts[request.params.name] += 1
 
     server.request_handlers[types.CallToolRequest] = counted_call

@@ -1,0 +1,246 @@
+"""Batch evaluation against the demo server: ok and error rows, checks, one approval for the batch,
+concurrency refused or honoured (the server counts what it had in flight), and an interrupt that
+keeps the finished rows."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pytest
+from conftest import demo_config, wait_until
+
+import purra_jupyter as pj
+from purra_jupyter.approval import PendingCall
+from purra_jupyter.envelope import Envelope, RawResult
+from purra_jupyter.evaluate import EvaluationSummary
+
+RESULT_COLUMNS = ["ok", "error_code", "text", "structured", "elapsed_ms", "message"]
+
+
+@pytest.fixture
+def demo() -> Iterator[pj.McpSession]:
+    with pj.connect(demo_config()) as session:
+        yield session
+
+
+def server_counts(session: pj.McpSession) -> dict[str, Any]:
+    """The demo server's own record: finished tools/call requests per tool (these reports left out),
+    and the most it had in flight."""
+    seen = session._request(lambda client: client.call_tool("call_counts", {})).structuredContent
+    seen["counts"].pop("call_counts", None)
+    return seen
+
+
+def test_ok_rows_and_error_rows_come_back_as_one_table(demo: pj.McpSession, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = pd.DataFrame(
+        {"query": ["PurrA envelope", "Jupyter kernel", "too many", None], "limit": [2, 1, 100, 3]},
+        index=["a", "b", "c", "d"],
+    )
+    frame = demo.evaluate("search_documents", rows, approve=True)
+
+    assert list(frame.columns) == ["query", "limit", *RESULT_COLUMNS]
+    assert list(frame.index) == ["a", "b", "c", "d"]
+    assert frame["ok"].tolist() == [True, True, False, False]
+    assert frame["error_code"].tolist() == [None, None, "mcp_invalid_arguments", "mcp_invalid_arguments"]
+    assert "$.limit" in frame.loc["c", "message"] and "nothing was sent" in frame.loc["c", "message"]
+    assert "$.query" in frame.loc["d", "message"]  # a missing cell is left out, so 'query' is missing
+    assert len(frame.loc["a", "structured"]["hits"]) == 2 and frame.loc["a", "text"]
+    assert frame.loc["a", "elapsed_ms"] > 0 and frame.loc["c", "elapsed_ms"] == 0
+    assert server_counts(demo)["counts"] == {"search_documents": 2}  # the refused rows were never sent
+    # Outside a notebook the progress bar is text on stderr, ending with the outcomes.
+    assert "search_documents: 100%" in capsys.readouterr().err.replace("\r", "\n")
+
+    summary = frame.attrs["summary"]
+    assert isinstance(summary, EvaluationSummary)
+    assert summary.rows == 4 and summary.counts == {"ok": 2, "mcp_invalid_arguments": 2}
+    assert 0 < summary.p50_ms <= summary.p95_ms
+    assert summary.passed is None
+    html = summary._repr_mimebundle_()["text/html"]
+    assert "ok 2" in html and "mcp_invalid_arguments 2" in html and "p95" in html
+
+    failing = demo.evaluate("fail", [{"message": "first <b>"}, {"message": "second"}], approve=True)
+    assert failing["error_code"].tolist() == ["mcp_tool_error", "mcp_tool_error"]
+    assert failing["ok"].tolist() == [False, False]
+    assert failing.attrs["summary"].counts == {"mcp_tool_error": 2}
+    calls = [row.detail for row in demo.log.events("call")]
+    assert sum("fail (purra)" in detail and "mcp_tool_error" in detail for detail in calls) == 2
+
+
+def test_a_check_marks_each_row_passed_or_failed_with_its_message(demo: pj.McpSession) -> None:
+    def check(envelope: Envelope) -> bool | str:
+        if envelope.structured is None:
+            raise ValueError("no structured content")
+        total = envelope.structured["sum"]
+        if total > 10:
+            return f"sum {total} is over 10"
+        return total >= 0
+
+    rows = [{"a": 1, "b": 2}, {"a": 20, "b": 1}, {"a": -5, "b": 1}, {"a": "x", "b": 1}]
+    frame = demo.evaluate("add", rows, approve=True, check=check)
+    assert list(frame.columns) == ["a", "b", *RESULT_COLUMNS, "passed", "check_message"]
+    assert frame["passed"].tolist() == [True, False, False, False]
+    assert frame["check_message"].tolist() == [
+        "",
+        "sum 21 is over 10",
+        "check returned False",
+        "check raised ValueError: no structured content",
+    ]
+    assert frame["error_code"].tolist() == [None, None, None, "mcp_invalid_arguments"]
+    summary = frame.attrs["summary"]
+    assert (summary.passed, summary.failed) == (1, 3)
+    assert "1 passed, 3 failed" in summary._repr_mimebundle_()["text/html"]
+
+    odd = demo.evaluate("add", [{"a": 1, "b": 1}], approve=True, check=lambda envelope: None)
+    assert odd["passed"].tolist() == [False]
+    assert odd["check_message"].tolist() == ["check returned NoneType, not bool or a message"]
+
+
+def test_concurrency_is_refused_unless_the_binding_is_declared_safe(demo: pj.McpSession) -> None:
+    rows = [{"seconds": 0}] * 4
+    with pytest.raises(pj.McpSessionError) as unbound:
+        demo.evaluate("sleep", rows, approve=True, concurrency=2)
+    assert unbound.value.code == "mcp_evaluate_not_concurrency_safe"
+    assert "concurrency_safe=True" in unbound.value.message
+
+    demo.bind("sleep")  # bound, but not declared concurrency-safe
+    with pytest.raises(pj.McpSessionError) as unsafe:
+        demo.evaluate("sleep", rows, approve=True, concurrency=2)
+    assert unsafe.value.code == "mcp_evaluate_not_concurrency_safe"
+    assert server_counts(demo)["counts"] == {}  # nothing was sent
+    assert demo.log.events("call") == [] and not any("evaluate" in e.detail for e in demo.log.events("approval"))
+
+    for bad in (0, 65, True, 2.0, "2"):
+        with pytest.raises(pj.McpSessionError) as caught:
+            demo.evaluate("sleep", rows, approve=True, concurrency=bad)
+        assert caught.value.code == "mcp_config_invalid"
+    for bad_rows in ({"seconds": 1}, "rows", [1, 2], None):
+        with pytest.raises(pj.McpSessionError) as caught:
+            demo.evaluate("sleep", bad_rows, approve=True)
+        assert caught.value.code == "mcp_config_invalid"
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.evaluate("no_such_tool", rows, approve=True)
+    assert caught.value.code == "mcp_binding_missing"
+    assert server_counts(demo)["counts"] == {}
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_concurrency_is_honoured_the_server_sees_at_most_n_calls_in_flight(concurrency: int) -> None:
+    with pj.connect(demo_config()) as session:
+        session.bind("sleep", concurrency_safe=True)
+        frame = session.evaluate("sleep", [{"seconds": 0.1}] * 12, approve=True, concurrency=concurrency)
+        assert frame["ok"].all() and len(frame) == 12
+        assert frame.attrs["summary"].concurrency == concurrency
+        seen = server_counts(session)
+        assert seen["counts"] == {"sleep": 12}
+        # At most N at once, and N really reached: 12 calls of 100 ms give the loop every chance to.
+        assert seen["max_in_flight"] == concurrency
+
+
+def test_an_interrupt_stops_the_batch_and_keeps_the_finished_rows(demo: pj.McpSession) -> None:
+    rows = [{"seconds": 0}, {"seconds": 0}, {"seconds": 30}, {"seconds": 0}, {"seconds": 0}]
+    sent_at: list[float] = []
+
+    def interrupt_when_the_server_sleeps() -> None:
+        wait_until(lambda: "sleep: 30" in demo.stderr, what="the server to start the long row")
+        sent_at.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    watcher = threading.Thread(target=interrupt_when_the_server_sleeps)
+    watcher.start()
+    frame = demo.evaluate("sleep", rows, approve=True, timeout=60)
+    returned_at = time.monotonic()
+    watcher.join()
+
+    assert returned_at - sent_at[0] < 1.0
+    assert frame["error_code"].tolist() == [None, None, "mcp_interrupted", "mcp_interrupted", "mcp_interrupted"]
+    assert [s["slept"] for s in frame["structured"][:2]] == [0, 0]
+    assert "discarded" in frame["message"][2] and "not sent" in frame["message"][3]
+    assert frame.attrs["summary"].counts == {"ok": 2, "mcp_interrupted": 3}
+    assert any("interrupted: 3 rows" in e.detail for e in demo.log.events("approval"))
+    # The session is usable, and the rows after the interrupt never reached the server.
+    assert demo.call("echo", {"text": "still here"}, approve=True).structured == {"text": "still here"}
+    assert server_counts(demo)["counts"].get("sleep", 0) <= 3
+
+
+def test_one_approval_widget_covers_the_batch(demo: pj.McpSession) -> None:
+    rows = [{"text": f"row {i}"} for i in range(7)] + [{"text": 5}]
+    pending = demo.evaluate("echo", rows)
+    assert isinstance(pending, PendingCall) and pending.state == "pending"
+    assert server_counts(demo)["counts"] == {}
+    widget_html = pending.widget.children[0].value
+    assert "batch of MCP calls" in widget_html and "7 calls, at most 1 at once" in widget_html
+    assert "1 rows refused before approval" in widget_html
+    assert "first 5 of 7" in widget_html and "row 4" in widget_html and "row 5" not in widget_html
+    assert "declares" in widget_html and "bind echo as read tool echo" in widget_html
+
+    pending.widget.approve_button.click()
+    pending.widget.approve_button.click()  # a second click does nothing
+    wait_until(lambda: pending.state == "done", what="the batch to finish")
+    frame = pending.result
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame.columns) == ["arg:text", *RESULT_COLUMNS]  # the input 'text' column does not hide the result's
+    assert frame["text"][0] == ["row 0"] and frame["arg:text"][0] == "row 0"
+    assert frame["error_code"].tolist() == [None] * 7 + ["mcp_invalid_arguments"]
+    assert server_counts(demo)["counts"] == {"echo": 7}
+    assert pending.widget.approve_button.disabled and pending.widget.deny_button.disabled
+    assert len(pending.widget.output.outputs) == 2  # the summary, then the table
+    assert pending.widget.children[2].value == 8  # the progress bar, full
+    approvals = [e.detail for e in demo.log.events("approval") if "evaluate echo" in e.detail]
+    assert len(approvals) == 1 and "approved by a click: 7 rows" in approvals[0]
+
+
+def test_a_denied_or_void_batch_sends_nothing(demo: pj.McpSession) -> None:
+    pending = demo.evaluate("echo", [{"text": "a"}, {"text": "b"}])
+    pending.widget.deny_button.click()
+    assert pending.state == "denied"
+    assert pending.result["error_code"].tolist() == ["mcp_approval_denied"] * 2
+    assert demo.evaluate("echo", [{"text": "a"}], approve=False)["error_code"].tolist() == ["mcp_approval_denied"]
+
+    stale = demo.evaluate("echo", [{"text": "a"}, {"text": "b"}])
+    demo.call("toggle_extra_tool", approve=True)
+    wait_until(lambda: stale.state == "void", what="the pending batch to turn void")
+    assert stale.result["error_code"].tolist() == ["mcp_catalog_stale"] * 2
+    stale.approve()
+    assert server_counts(demo)["counts"] == {"toggle_extra_tool": 1}
+
+    # A stale session refuses every row before any approval.
+    frame = demo.evaluate("echo", [{"text": "a"}], approve=True)
+    assert frame["error_code"].tolist() == ["mcp_catalog_stale"]
+
+
+def test_rows_after_a_list_changed_in_the_batch_are_not_sent() -> None:
+    with pj.connect(demo_config(), approval="auto") as session:
+        frame = session.evaluate("toggle_extra_tool", [{}, {}, {}])
+        # purra-mcp's handler marks the first call itself stale: the change arrived before its answer.
+        assert frame["error_code"].tolist() == ["mcp_catalog_stale"] * 3
+        assert "not sent" not in frame["message"][0]
+        assert "not sent" in frame["message"][1] and "not sent" in frame["message"][2]
+        assert server_counts(session)["counts"] == {"toggle_extra_tool": 1}
+
+
+def test_deny_policy_timeouts_empty_batches_and_the_raw_path(demo: pj.McpSession) -> None:
+    timed = demo.evaluate("sleep", [{"seconds": 5}, {"seconds": 0}], approve=True, timeout=0.5)
+    assert timed["error_code"].tolist() == ["mcp_timeout", None]
+    assert 400 < timed["elapsed_ms"][0] < 1500
+
+    empty = demo.evaluate("echo", [], approve=True)
+    assert list(empty.columns) == RESULT_COLUMNS and len(empty) == 0
+    assert empty.attrs["summary"].rows == 0 and empty.attrs["summary"].p50_ms is None
+
+    # Raw path: a tool outside the profile; a missing cell (NaN) is left out, so the server's default applies.
+    rows = pd.DataFrame({"name": ["Ada", "Grace"], "punctuation": ["?", math.nan]})
+    raw = demo.evaluate("greet", rows, approve=True, raw=True, check=lambda result: isinstance(result, RawResult))
+    assert raw["text"].tolist() == [["Hello, Ada?"], ["Hello, Grace!"]]
+    assert raw["passed"].all() and raw["structured"].isna().all()
+
+    with pj.connect(demo_config("denied"), approval="deny") as denied:
+        frame = denied.evaluate("echo", [{"text": "a"}])
+        assert frame["error_code"].tolist() == ["mcp_approval_denied"]
+        assert server_counts(denied)["counts"] == {}
