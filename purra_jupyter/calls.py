@@ -7,6 +7,7 @@ byte what a host gets. Tool failures never raise: they come back with an ``error
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -279,10 +280,16 @@ def _argument_problem(plan: CallPlan) -> str:
 
 def argument_checker(schema: Mapping[str, Any], *, raw: bool, limits: Any) -> Callable[[Any], tuple[str, str] | None]:
     """A check of arguments returning ``(path, problem)`` or ``None``: PurrA's contract for the PurrA path
-    (built once, by purra-mcp, from the listed schema, as the binding's is), the tool's own JSON Schema
-    (its declared draft) for the raw path."""
+    (built by purra-mcp from the listed schema, as the binding's is), the tool's own JSON Schema (its
+    declared draft) for the raw path. Built once per schema: building a contract costs more than a call."""
+    return _checker(json.dumps(schema, sort_keys=True, separators=(",", ":")), raw, limits)
+
+
+@functools.lru_cache(maxsize=512)
+def _checker(schema_text: str, raw: bool, limits: Any) -> Callable[[Any], tuple[str, str] | None]:
+    schema = json.loads(schema_text)
     if raw:
-        return lambda arguments: _raw_problem(schema, arguments)
+        return _raw_checker(schema)
     from purra.structured import StructuredOutputError
     from purra_mcp import _remote_contract
 
@@ -298,16 +305,25 @@ def argument_checker(schema: Mapping[str, Any], *, raw: bool, limits: Any) -> Ca
     return check
 
 
-def _raw_problem(schema: Mapping[str, Any], arguments: Any) -> tuple[str, str] | None:
+def _raw_checker(schema: Mapping[str, Any]) -> Callable[[Any], tuple[str, str] | None]:
     import jsonschema
     from jsonschema.exceptions import best_match
 
     try:
         validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        error = best_match(validator_class(schema).iter_errors(arguments))
+        validator = validator_class(schema)
     except Exception as exc:  # a server's schema can break a validator in many ways: refuse, do not crash
-        return "$", f"the tool's own input schema cannot check arguments ({exc.__class__.__name__})"
-    return None if error is None else (error.json_path, error.message)
+        reason = f"the tool's own input schema cannot check arguments ({exc.__class__.__name__})"
+        return lambda arguments: ("$", reason)
+
+    def check(arguments: Any) -> tuple[str, str] | None:
+        try:
+            error = best_match(validator.iter_errors(arguments))
+        except Exception as exc:
+            return "$", f"the tool's own input schema cannot check arguments ({exc.__class__.__name__})"
+        return None if error is None else (error.json_path, error.message)
+
+    return check
 
 
 def logged(plan: CallPlan, result: Result) -> Result:
