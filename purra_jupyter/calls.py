@@ -291,9 +291,8 @@ def _checker(schema_text: str, raw: bool, limits: Any) -> Callable[[Any], tuple[
     if raw:
         return _raw_checker(schema)
     from purra.structured import StructuredOutputError
-    from purra_mcp import _remote_contract
 
-    contract, _ = _remote_contract(schema, limits)
+    contract = catalog_layer.remote_contract(schema, limits)
 
     def check(arguments: Any) -> tuple[str, str] | None:
         try:

@@ -7,6 +7,7 @@ adds what a person needs on top: reasons with a path and a hint, a digest, a Dat
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import math
@@ -139,17 +140,21 @@ class ToolVerdict:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Catalog:
     """Every tool a server listed, with verdicts; a snapshot at one catalog revision."""
 
     server: str
     protocol_version: str | None
     tools: tuple[ToolVerdict, ...]
-    digest: str
     revision: int = field(repr=False)
     note: str = ""
     dropped: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """``purra.json-identity/v1`` over the listing (see ``digest_of``), computed on first use."""
+        return digest_of(self.tools)
 
     def __getitem__(self, name: str) -> ToolVerdict:
         for tool in self.tools:
@@ -258,13 +263,32 @@ def _badge(text: str, color: str) -> str:
 
 
 def _schema_accepted(schema: Any, limits: McpToolLimits) -> bool:
-    from purra_mcp import McpAdapterError, _remote_contract
+    from purra_mcp import McpAdapterError
 
     try:
-        _remote_contract(schema, limits)
+        remote_contract(schema, limits)
     except McpAdapterError:
         return False
     return True
+
+
+def remote_contract(schema: Any, limits: McpToolLimits) -> Any:
+    """purra-mcp's contract for a listed schema (its ``McpAdapterError`` when it refuses one), built once
+    per distinct schema: building one costs more than a call, and big catalogs repeat their schemas."""
+    outcome = _contract_of(json.dumps(schema, sort_keys=True, separators=(",", ":")), limits)
+    if isinstance(outcome, Exception):
+        raise outcome.with_traceback(None)
+    return outcome
+
+
+@functools.lru_cache(maxsize=1024)
+def _contract_of(schema_text: str, limits: McpToolLimits) -> Any:
+    from purra_mcp import McpAdapterError, _remote_contract
+
+    try:
+        return _remote_contract(json.loads(schema_text), limits)[0]
+    except McpAdapterError as error:
+        return error
 
 
 def _json_bytes(value: Any) -> int:
@@ -555,7 +579,7 @@ async def build_catalog(session: McpSession, client: ClientSession) -> Catalog:
     note = "" if listed is not None else "The server does not advertise the tools capability: it has no tools."
     tools = tuple(sorted((verdict_of(tool, session.limits) for tool in listed or ()), key=lambda t: t.name))
     session.log.add(EVENT_LIST, f"{len(tools)} tools, {sum(t.callable for t in tools)} callable (revision {revision})")
-    return Catalog(session.name, session.protocol_version, tools, digest_of(tools), revision, note)
+    return Catalog(session.name, session.protocol_version, tools, revision, note)
 
 
 # --- bindings -----------------------------------------------------------------------------------
@@ -606,7 +630,12 @@ def _async_validator(validator: Callable[..., Any]) -> Callable[..., Any]:
 def call_limits(session: McpSession) -> McpToolLimits:
     """The session's limits with purra-mcp's longest request time: each call is bounded by the kit's
     per-call timeout instead (default: the session's ``timeout_ms``), which may be longer or shorter."""
-    return replace(session.limits, timeout_ms=MAX_TIMEOUT_MS)
+    return _with_longest_timeout(session.limits)
+
+
+@functools.lru_cache(maxsize=64)
+def _with_longest_timeout(limits: McpToolLimits) -> McpToolLimits:
+    return replace(limits, timeout_ms=MAX_TIMEOUT_MS)
 
 
 MAX_TIMEOUT_MS = 300_000

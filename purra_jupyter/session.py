@@ -23,6 +23,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
+from anyio.abc import ObjectReceiveStream
 from traitlets import Enum, HasTraits, Int
 
 from . import runner
@@ -163,6 +164,25 @@ class StderrTail:
         self._on_line(line)
 
 
+class _WatchedStream(ObjectReceiveStream[Any]):
+    """The transport's read stream, as ``ClientSession`` reads it, noticing the moment the server's
+    stream ends (a server that exits), so the session fails at once instead of at the next timeout."""
+
+    def __init__(self, inner: ObjectReceiveStream[Any], on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except anyio.EndOfStream:
+            self._on_end()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 class McpSession(HasTraits):
     """One monitored connection to one MCP server. Open it with ``connect()``."""
 
@@ -254,12 +274,8 @@ class McpSession(HasTraits):
                 read, write, _ = await stack.enter_async_context(
                     streamable_http_client(config.url or "", http_client=http)
                 )
-            # A relay between transport and ClientSession notices the moment the server's stream ends.
-            relay_send, relayed = anyio.create_memory_object_stream[Any](0)
-            relays = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(relays.cancel_scope.cancel)  # leave the relay before the transport closes
-            relays.start_soon(self._relay, read, relay_send)
-            client = await stack.enter_async_context(ClientSession(relayed, write, message_handler=self._on_message))
+            watched = _WatchedStream(read, lambda: self._fail("the server closed the connection"))
+            client = await stack.enter_async_context(ClientSession(watched, write, message_handler=self._on_message))
             with anyio.fail_after(config.timeout):
                 result = await client.initialize()
             self.monitor.accept_protocol_version(result.protocolVersion)
@@ -297,12 +313,6 @@ class McpSession(HasTraits):
             self.state = state
         except Exception as exc:
             self.log.add(EVENT_ERROR, f"a state observer raised {exc.__class__.__name__}: {exc}")
-
-    async def _relay(self, source: Any, sink: Any) -> None:
-        async with sink:
-            async for item in source:
-                await sink.send(item)
-        self._fail("the server closed the connection")
 
     def _lost(self, error: BaseException | None) -> None:
         reason = f"{error.__class__.__name__}: {error}" if error is not None else "the transport ended"

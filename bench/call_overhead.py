@@ -1,0 +1,107 @@
+"""``call_overhead``: sequential ``echo`` calls through the kit vs ``send_request`` on a raw SDK session.
+
+Fairness: in a notebook the kit must run its coroutines on a background loop thread (an anyio blocking
+portal) while the kernel's thread waits (DESIGN.md §4). The headline ratio compares it with the raw SDK
+hosted the same way (its own portal, driven with ``portal.call`` from the main thread), so both pay the
+same thread hop and the ratio shows what the kit adds per call. The raw SDK awaited inside its own loop
+(no hop, what a plain asyncio script gets) is measured too and reported as ``raw_inloop_median_ms``, and
+so is purra-mcp's own registration handler (which every kit call runs) awaited inside the kit's loop,
+``purra_handler_inloop_median_ms``: the part of the overhead that belongs to purra-mcp, not to the kit.
+Each call is timed on its own and the medians are compared, so a rare slow call (a GC pause, the other
+process being scheduled) does not move the result. The sides alternate in blocks, rotating the order.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from .common import DEMO_ARGS, Result, call_request, hosted_raw_client, median, meets, percentile, rotated, time_each
+
+TARGET = "<= 1.15"
+ARGUMENTS = {"text": "hi"}
+
+
+def run(quick: bool) -> Result:
+    """Alternate blocks of raw-via-portal, raw-in-loop and kit calls; compare per-call medians."""
+    from mcp import types
+
+    import purra_jupyter as pj
+    from purra_jupyter import runner
+
+    rounds, block, warmup = (2, 10, 3) if quick else (5, 100, 50)
+    config = pj.ServerConfig("bench-echo", command=sys.executable, args=DEMO_ARGS)
+    samples: dict[str, list[float]] = {"raw": [], "raw_inloop": [], "purra_inloop": [], "kit": []}
+    with hosted_raw_client(DEMO_ARGS) as (portal, client), pj.connect(config) as session:
+
+        def raw_call() -> Any:
+            return portal.call(client.send_request, call_request("echo", dict(ARGUMENTS)), types.CallToolResult)
+
+        async def raw_inloop(count: int) -> list[float]:
+            out = []
+            for _ in range(count):
+                started = time.perf_counter()
+                await client.send_request(call_request("echo", dict(ARGUMENTS)), types.CallToolResult)
+                out.append((time.perf_counter() - started) * 1000)
+            return out
+
+        def kit_call() -> Any:
+            return session.call("echo", ARGUMENTS, approve=True)
+
+        first = kit_call()  # binds echo (one more tools/list): not part of the steady per-call cost
+        assert first.ok, first
+        handler = next(r for r in session._purra_catalog.registrations if r.schema.name == "echo").handler
+
+        async def purra_inloop(count: int) -> list[float]:
+            out = []
+            for _ in range(count):
+                started = time.perf_counter()
+                await handler(None, dict(ARGUMENTS))
+                out.append((time.perf_counter() - started) * 1000)
+            return out
+
+        assert raw_call().structuredContent == {"text": "hi"}
+        sides = {
+            "raw": lambda n: time_each(raw_call, n),
+            "raw_inloop": lambda n: portal.call(raw_inloop, n),
+            "purra_inloop": lambda n: runner.run(purra_inloop, n),
+            "kit": lambda n: time_each(kit_call, n),
+        }
+        for measure in sides.values():
+            measure(warmup)
+        for index in range(rounds):
+            for name in rotated(list(sides), index):
+                samples[name].extend(sides[name](block))
+    raw, inloop, purra, kit = (median(samples[name]) for name in ("raw", "raw_inloop", "purra_inloop", "kit"))
+    ratio = kit / raw
+    calls = rounds * block
+    return Result(
+        scenario="call_overhead",
+        metric="kit/raw per-call median",
+        ratio=ratio,
+        target=TARGET,
+        target_met=meets(ratio, TARGET),
+        raw_median_ms=raw,
+        kit_median_ms=kit,
+        human=[
+            f"{calls} echo calls per side, {rounds} alternating blocks of {block} (+{warmup} warm-up)",
+            f"raw SDK in its own loop (no thread hop): median {inloop:.3f} ms, p90 "
+            f"{percentile(samples['raw_inloop'], 0.9):.3f} ms",
+            f"purra-mcp's handler in the kit's loop (no thread hop): median {purra:.3f} ms, "
+            f"{purra - inloop:.3f} ms over the raw SDK in its loop",
+            f"raw SDK via portal: median {raw:.3f} ms, p90 {percentile(samples['raw'], 0.9):.3f} ms",
+            f"kit s.call(approve=True): median {kit:.3f} ms, p90 {percentile(samples['kit'], 0.9):.3f} ms; "
+            f"kit adds {kit - raw:.3f} ms per call",
+        ],
+        extra={
+            "calls": calls,
+            "raw_inloop_median_ms": inloop,
+            "purra_handler_inloop_median_ms": purra,
+            "purra_handler_added_ms": purra - inloop,
+            "ratio_vs_inloop": kit / inloop,
+            "kit_added_ms": kit - raw,
+            "raw_p90_ms": percentile(samples["raw"], 0.9),
+            "kit_p90_ms": percentile(samples["kit"], 0.9),
+        },
+    )

@@ -1,0 +1,78 @@
+"""``discovery``: connect + catalog with verdicts (kit) vs initialize + paged ``tools/list`` (raw SDK).
+
+Both sides start the server process, list every page and end the process, so process start counts on
+both. The raw side runs on its own portal, driven from the main thread like the kit's (see
+``call_overhead``). One sample is one whole discovery; the sides alternate, one each per round.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .common import Result, median, meets, raw_client, raw_server_args, rotated, time_once
+
+TARGET = "<= 1.5"
+
+
+async def raw_discover(args: list[str]) -> int:
+    """What a client without the kit does to learn a server's tools; returns how many it found."""
+    async with raw_client(args) as client:
+        tools = []
+        cursor = None
+        while True:
+            page = await client.list_tools(cursor)
+            tools.extend(page.tools)
+            cursor = page.nextCursor
+            if cursor is None:
+                return len(tools)
+
+
+def run(quick: bool) -> Result:
+    """Alternate one raw and one kit discovery per round; compare medians."""
+    from anyio.from_thread import start_blocking_portal
+
+    import purra_jupyter as pj
+    from purra_jupyter.catalog import _contract_of as contract_cache
+
+    tools, rounds = (32, 1) if quick else (256, 15)
+    args = raw_server_args(tools, 10)
+    config = pj.ServerConfig("bench-discovery", command=sys.executable, args=args)
+
+    def kit() -> int:
+        # Conservative: as for a server never seen (every distinct schema's contract built afresh), and
+        # the catalog digest included although the kit computes it only on first use.
+        contract_cache.cache_clear()
+        with pj.connect(config) as session:
+            assert len(session.catalog.digest) == 64
+            return len(session.catalog)
+
+    samples: dict[str, list[float]] = {"raw": [], "kit": []}
+    with start_blocking_portal() as portal:
+
+        def raw() -> int:
+            return portal.call(raw_discover, args)
+
+        sides = {"raw": raw, "kit": kit}
+        for side in sides.values():  # warm-up: first-use imports and caches on both sides
+            assert side() == tools
+        for index in range(rounds):
+            for name in rotated(list(sides), index):
+                samples[name].append(time_once(sides[name]))
+    raw_ms, kit_ms = median(samples["raw"]), median(samples["kit"])
+    ratio = kit_ms / raw_ms
+    pages = -(-tools // 10)
+    return Result(
+        scenario="discovery",
+        metric="kit/raw median",
+        ratio=ratio,
+        target=TARGET,
+        target_met=meets(ratio, TARGET),
+        raw_median_ms=raw_ms,
+        kit_median_ms=kit_ms,
+        human=[
+            f"{tools} tools in {pages} pages, process start to process end, {rounds} rounds",
+            "raw: " + ", ".join(f"{v:.0f}" for v in samples["raw"]) + " ms",
+            "kit: " + ", ".join(f"{v:.0f}" for v in samples["kit"]) + f" ms; kit adds {kit_ms - raw_ms:.0f} ms",
+        ],
+        extra={"tools": tools, "pages": pages, "rounds": rounds, "kit_added_ms": kit_ms - raw_ms},
+    )
