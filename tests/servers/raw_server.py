@@ -4,15 +4,25 @@
                          [--cursor ok|repeat|long|empty] [--duplicate-name] [--description-bytes N]
                          [--description TEXT]
                          [--no-tools-capability] [--list-changed-after-initialized]
-                         [--call-result ok|bad-structured|no-structured|xss]
+                         [--call-result RESULT] [--schema flat|deep|wide] [--list-changed-on-ping]
 
-Faults: ``mute`` (answers nothing), ``garbage`` (a non-JSON stdout line before answering a ping),
-``garbage-at-once`` (a non-JSON line right after ``notifications/initialized``), ``exit-on-initialize``
-(a reason on stderr, then exit 3).
+Faults: ``mute`` (answers nothing), ``mute-list`` (never answers ``tools/list``), ``garbage`` (a non-JSON
+stdout line before answering a ping), ``garbage-at-once`` (a non-JSON line right after
+``notifications/initialized``), ``exit-on-initialize`` (a reason on stderr, then exit 3).
 
 The catalog is ``--tools`` tools named ``tool_000``... served ``--page-size`` per page. With
 ``--list-changed-after-initialized`` the server announces ``tools/list_changed`` as soon as it is
-initialized and from then on lists ``tool_new`` too (the published server-everything does the first).
+initialized and from then on lists ``tool_new`` too (the published server-everything does the first);
+``--list-changed-on-ping`` announces it before answering each ping. ``--schema deep`` gives
+``tool_000`` an input schema nested 40 levels deep, ``wide`` one of about 5,000 nodes.
+
+``--call-result`` is what every ``tools/call`` gets: ``ok``, ``bad-structured`` / ``no-structured``
+(against a declared output schema), ``xss``, ``mute`` (never answered), ``exit`` (the server exits
+mid-call), ``huge`` (a result over 1 MiB), ``blocks`` (129 content blocks), ``image``, ``error``
+(``isError``), ``list-changed`` (``tools/list_changed`` before the answer), ``storm`` (10,000
+``tools/list_changed`` before the answer), ``stderr-flood`` (10 MB on stderr before the answer).
+Every request's method is written to stderr (``raw server: got tools/call``), so a test can see what
+reached the server.
 """
 
 from __future__ import annotations
@@ -57,9 +67,26 @@ SCHEMA = {
 }
 
 
+PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+LIST_CHANGED = json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}) + "\n"
+
+
 def send(message: dict) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
+
+
+def deep_schema(depth: int) -> dict:
+    schema: dict = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"x": schema}, "additionalProperties": False}
+    return schema
+
+
+def wide_schema(properties: int) -> dict:
+    """About ``3 * properties`` schema nodes, all flat (each property a small object schema)."""
+    props = {f"p{index}": {"type": "string", "description": "one of many"} for index in range(properties)}
+    return {"type": "object", "properties": props, "additionalProperties": False}
 
 
 def catalog(options: argparse.Namespace, changed: bool) -> list[dict]:
@@ -70,6 +97,10 @@ def catalog(options: argparse.Namespace, changed: bool) -> list[dict]:
     if changed:
         names.append("tool_new")
     tools = [{"name": name, "description": description, "inputSchema": SCHEMA} for name in names]
+    if options.schema == "deep" and tools:
+        tools[0]["inputSchema"] = deep_schema(40)
+    if options.schema == "wide" and tools:
+        tools[0]["inputSchema"] = wide_schema(1700)
     if options.call_result in ("bad-structured", "no-structured"):
         for tool in tools:
             tool["outputSchema"] = OUTPUT_SCHEMA
@@ -100,7 +131,35 @@ def call_result(options: argparse.Namespace, tool: str) -> dict:
             ]
         )
         return {"content": blocks, "structuredContent": {"rows": rows}}
+    if options.call_result == "huge":
+        return {"content": [{"type": "text", "text": "x" * (1024 * 1024 + 1)}]}
+    if options.call_result == "blocks":
+        return {"content": [{"type": "text", "text": str(index)} for index in range(129)]}
+    if options.call_result == "image":
+        return {"content": [{"type": "image", "mimeType": "image/png", "data": PNG_1X1}]}
+    if options.call_result == "error":
+        return {"content": [{"type": "text", "text": "the tool failed"}], "isError": True}
     return {"content": [{"type": "text", "text": "ok"}]}
+
+
+def before_answering_a_call(options: argparse.Namespace) -> bool:
+    """What ``--call-result`` does before (or instead of) the answer; ``False``: no answer at all."""
+    if options.call_result == "mute":
+        return False
+    if options.call_result == "exit":
+        print("raw server: exiting in the middle of a call", file=sys.stderr, flush=True)
+        sys.exit(4)
+    if options.call_result in ("list-changed", "storm"):
+        for _ in range(10_000 if options.call_result == "storm" else 1):
+            sys.stdout.write(LIST_CHANGED)
+        sys.stdout.flush()
+    if options.call_result == "stderr-flood":
+        line = "raw server: flooding stderr " + "z" * 100 + "\n"
+        for _ in range(10 * 1024 * 1024 // len(line) + 1):
+            sys.stderr.write(line)
+        sys.stderr.write("raw server: flood done\n")
+        sys.stderr.flush()
+    return True
 
 
 def page(options: argparse.Namespace, tools: list[dict], cursor: str | None) -> dict:
@@ -123,7 +182,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--protocol", default="2025-11-25")
     parser.add_argument(
-        "--fault", choices=["none", "mute", "garbage", "garbage-at-once", "exit-on-initialize"], default="none"
+        "--fault",
+        choices=["none", "mute", "mute-list", "garbage", "garbage-at-once", "exit-on-initialize"],
+        default="none",
     )
     parser.add_argument("--tools", type=int, default=1)
     parser.add_argument("--page-size", type=int, default=0)
@@ -133,12 +194,20 @@ def main() -> int:
     parser.add_argument("--description", default="A generated tool.")
     parser.add_argument("--no-tools-capability", action="store_true")
     parser.add_argument("--list-changed-after-initialized", action="store_true")
-    parser.add_argument("--call-result", choices=["ok", "bad-structured", "no-structured", "xss"], default="ok")
+    parser.add_argument("--list-changed-on-ping", action="store_true")
+    parser.add_argument("--schema", choices=["flat", "deep", "wide"], default="flat")
+    parser.add_argument(
+        "--call-result",
+        choices=["ok", "bad-structured", "no-structured", "xss", "mute", "exit", "huge", "blocks", "image", "error",
+                 "list-changed", "storm", "stderr-flood"],
+        default="ok",
+    )  # fmt: skip
     options = parser.parse_args()
     changed = False
     for line in sys.stdin:
         message = json.loads(line)
         method = message.get("method")
+        print(f"raw server: got {method}", file=sys.stderr, flush=True)
         if options.fault == "mute":
             continue
         if method == "initialize":
@@ -160,14 +229,20 @@ def main() -> int:
                 changed = True
                 send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         elif method == "ping":
+            if options.list_changed_on_ping:
+                changed = True
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             if options.fault == "garbage":
                 sys.stdout.write("this line is not JSON-RPC\n")
             send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         elif method == "tools/list":
+            if options.fault == "mute-list":
+                continue
             cursor = (message.get("params") or {}).get("cursor")
             send({"jsonrpc": "2.0", "id": message["id"], "result": page(options, catalog(options, changed), cursor)})
         elif method == "tools/call":
-            send({"jsonrpc": "2.0", "id": message["id"], "result": call_result(options, message["params"]["name"])})
+            if before_answering_a_call(options):
+                send({"jsonrpc": "2.0", "id": message["id"], "result": call_result(options, message["params"]["name"])})
         elif "id" in message:
             send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "method not found"}})
     return 0

@@ -1,0 +1,215 @@
+"""The fault matrix: a hand-written server misbehaves in every way the SDK would refuse to, and each
+fault has its documented outcome — the error code, the session's state afterwards (with the cause in
+its log), no wait beyond the configured timeout plus one second, a kernel thread that is never held,
+and no child process left once the session is closed."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import psutil
+import pytest
+from conftest import demo_config, raw_config, wait_until
+
+import purra_jupyter as pj
+from purra_jupyter.approval import PendingCall
+
+TIMEOUT = 2.0  # each faulty session's configured timeout, in seconds
+SLACK = 1.0  # no wait may exceed TIMEOUT + SLACK
+
+
+def children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
+
+
+@pytest.fixture
+def no_child_left() -> Iterator[None]:
+    """Every server process a test started is gone once its sessions are closed."""
+    before = children()
+    yield
+    for session in pj.sessions():
+        session.close("test cleanup")
+    wait_until(lambda: not (children() - before), timeout=5, what="no server process left")
+
+
+def faulty(*args: str) -> pj.ServerConfig:
+    return raw_config("faulty", *args, timeout=TIMEOUT)
+
+
+# --- faults before the session is ready: connect fails with a code and leaves nothing behind --------------
+
+
+@pytest.mark.parametrize(
+    ("fault", "args", "code"),
+    [
+        ("an unsupported protocol version", ["--protocol", "2024-11-05"], "mcp_protocol_unsupported"),
+        ("initialize never answered", ["--fault", "mute"], "mcp_timeout"),
+        ("tools/list never answered", ["--fault", "mute-list"], "mcp_timeout"),
+        ("exits during initialize", ["--fault", "exit-on-initialize"], "mcp_connect_failed"),
+        ("non-JSON on stdout after initialize", ["--fault", "garbage-at-once"], "mcp_connection_closed"),
+        ("257 tools", ["--tools", "257", "--page-size", "100"], "mcp_catalog_limit_exceeded"),
+        ("33 pages", ["--tools", "33", "--page-size", "1"], "mcp_catalog_limit_exceeded"),
+        ("a repeated cursor", ["--tools", "4", "--page-size", "1", "--cursor", "repeat"], "mcp_pagination_invalid"),
+        ("a 513-byte cursor", ["--tools", "4", "--page-size", "1", "--cursor", "long"], "mcp_pagination_invalid"),
+        ("duplicate tool names", ["--tools", "3", "--duplicate-name"], "mcp_name_conflict"),
+    ],
+)
+def test_a_fault_while_connecting_fails_connect_with_its_code(
+    fault: str, args: list[str], code: str, no_child_left: None
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(pj.McpSessionError) as caught:
+        pj.connect(faulty(*args))
+    assert time.monotonic() - started < TIMEOUT + SLACK, fault
+    assert caught.value.code == code, caught.value
+    assert "\n" not in str(caught.value)  # one line
+    assert pj.sessions() == []
+
+
+def test_non_json_on_stdout_after_ready_fails_the_session_with_the_cause_in_the_log(no_child_left: None) -> None:
+    session = pj.connect(faulty("--fault", "garbage"))
+    try:
+        with pytest.raises(pj.McpSessionError) as caught:
+            session.ping()  # the server writes its garbage line before this answer: the ping ends with it
+        assert caught.value.code == "mcp_connection_closed"
+        assert session.state == "failed"
+        assert "not valid JSON-RPC" in session.cause
+        assert any("this line is not JSON-RPC" in row.detail for row in session.log.events("error"))
+        with pytest.raises(pj.McpSessionError) as caught:
+            session.ping()
+        assert caught.value.code == "mcp_connection_closed"
+        assert "not valid JSON-RPC" in caught.value.message
+    finally:
+        session.close()
+    assert session.state == "closed"
+
+
+# --- faults in the catalog: the session is ready, the tool is not callable, and says why -----------------
+
+
+@pytest.mark.parametrize(
+    ("fault", "args", "refusal", "words"),
+    [
+        ("a 9 KiB description", ["--description-bytes", str(9 * 1024)], "mcp_catalog_limit_exceeded", "9216 bytes"),
+        ("a schema 40 levels deep", ["--schema", "deep"], "mcp_schema_unsupported", "inputSchema"),
+        ("a schema of about 5,000 nodes", ["--schema", "wide"], "mcp_schema_unsupported", "inputSchema"),
+    ],
+)
+def test_a_tool_beyond_the_limits_is_listed_as_not_callable(
+    fault: str, args: list[str], refusal: str, words: str, no_child_left: None
+) -> None:
+    with pj.connect(faulty(*args)) as session:
+        tool = session.catalog["tool_000"]
+        assert not tool.callable and tool.refusal == refusal, fault
+        assert any(words in reason for reason in tool.reasons), tool.reasons
+        with pytest.raises(pj.McpSessionError) as caught:
+            session.call("tool_000", {"x": "a"}, approve=True)
+        assert caught.value.code == refusal
+        assert "got tools/call" not in session.stderr  # refused before anything was sent
+        assert session.state == "ready"
+
+
+# --- faults in a call: the result carries the code; the session is as documented -----------------------
+
+
+@dataclass(frozen=True)
+class CallFault:
+    result: str  # the raw server's --call-result
+    code: str | None
+    state: str  # the session's state after the call
+    raw_code: str | None = None  # the same call on the raw path, when it differs
+
+
+CALL_FAULTS = [
+    CallFault("mute", "mcp_timeout", "ready"),
+    CallFault("exit", "mcp_connection_closed", "failed"),
+    CallFault("huge", "mcp_result_too_large", "ready", "mcp_result_too_large"),
+    CallFault("blocks", "mcp_result_too_large", "ready", "mcp_result_too_large"),
+    CallFault("image", "mcp_result_unsupported", "ready", None),
+    CallFault("error", "mcp_tool_error", "ready", "mcp_tool_error"),
+    CallFault("bad-structured", "mcp_result_invalid", "ready", None),
+    CallFault("no-structured", "mcp_result_invalid", "ready", None),
+    CallFault("list-changed", "mcp_catalog_stale", "stale", None),
+    CallFault("storm", "mcp_catalog_stale", "stale", None),
+]
+
+
+@pytest.mark.parametrize("fault", CALL_FAULTS, ids=lambda fault: fault.result)
+def test_a_fault_in_a_call_has_its_documented_outcome(fault: CallFault, no_child_left: None) -> None:
+    session = pj.connect(faulty("--call-result", fault.result))
+    pending = session.call("tool_000", {"x": "a"})
+    assert isinstance(pending, PendingCall)
+    clicked = time.monotonic()
+    pending.approve()  # returns at once: the kernel's thread never waits for the server
+    returned = time.monotonic() - clicked
+    wait_until(lambda: pending.state == "done", timeout=TIMEOUT + SLACK, what=f"the {fault.result} call to settle")
+    assert returned < TIMEOUT  # the kernel thread was free long before the server's fault settled
+    result = pending.result
+    assert result.error_code == fault.code, result
+    assert session.state == fault.state
+    assert any("tool_000 (purra)" in row.detail and (fault.code or "ok") in row.detail for row in session.log)
+    if fault.state == "failed":
+        assert "closed the connection" in session.cause
+        assert any("closed the connection" in row.detail for row in session.log.events("error"))
+    if fault.state == "ready":
+        assert session.ping() >= 0  # still usable
+        raw = session.call("tool_000", {"x": "a"}, raw=True, approve=True)
+        expected = fault.raw_code if fault.result != "mute" else "mcp_timeout"
+        assert raw.error_code == expected, raw
+    session.close()
+    assert session.state == "closed" and session.cause
+
+
+def test_the_loop_serves_other_sessions_while_a_server_never_answers(no_child_left: None) -> None:
+    with pj.connect(faulty("--call-result", "mute")) as silent, pj.connect(demo_config()) as healthy:
+        pending = silent.call("tool_000", {"x": "a"})
+        pending.approve()
+        assert pending.state == "running"
+        for _ in range(5):
+            assert healthy.call("echo", {"text": "still served"}, approve=True).ok
+        assert pending.state == "running"  # the silent server still holds its call; nothing else waits on it
+        wait_until(lambda: pending.state == "done", timeout=TIMEOUT + SLACK, what="the silent call to time out")
+        assert pending.result.error_code == "mcp_timeout"
+
+
+def test_a_notification_storm_during_a_call_leaves_a_stale_session_and_a_bounded_log(no_child_left: None) -> None:
+    with pj.connect(faulty("--call-result", "storm")) as session:
+        started = time.monotonic()
+        envelope = session.call("tool_000", {"x": "a"}, approve=True)
+        assert time.monotonic() - started < TIMEOUT + SLACK
+        assert envelope.error_code == "mcp_catalog_stale" and session.state == "stale"
+        assert len(session.log) <= 10_000
+        assert len(session.log.events("list_changed")) > 1_000  # the storm did reach the session
+        session.refresh()  # and it recovers with an explicit rediscovery
+        assert session.state == "ready" and session.ping() >= 0
+
+
+def test_list_changed_between_approval_prompt_and_click_voids_the_call(no_child_left: None) -> None:
+    with pj.connect(faulty("--list-changed-on-ping")) as session:
+        pending = session.call("tool_000", {"x": "a"})
+        session.ping()  # the server announces tools/list_changed before it answers
+        wait_until(lambda: pending.state == "void", what="the pending call to turn void")
+        pending.approve()
+        assert pending.state == "void" and pending.result.error_code == "mcp_catalog_stale"
+        assert "got tools/call" not in session.stderr
+        assert session.state == "stale"
+
+
+def test_a_stderr_flood_keeps_only_a_bounded_tail(no_child_left: None) -> None:
+    with pj.connect(faulty("--call-result", "stderr-flood")) as session:
+        tracemalloc.start()
+        try:
+            baseline, _ = tracemalloc.get_traced_memory()
+            envelope = session.call("tool_000", {"x": "a"}, approve=True)
+            wait_until(lambda: "raw server: flood done" in session.stderr, what="the whole flood to be read")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert envelope.error_code is None
+        assert len(session.stderr.splitlines()) <= 200
+        assert len(session.log) <= 10_000
+        assert peak - baseline < 8 * 1024 * 1024  # the flood was 10 MB: only a tail was ever held
+        assert session.state == "ready" and session.ping() >= 0
