@@ -228,7 +228,8 @@ async def _stdio_scenario(errlog_path: Path) -> None:
                     "sleep": 1,
                     "tiny_image": 1,
                     "toggle_extra_tool": 2,
-                }
+                },
+                "max_in_flight": 1,  # this client sent one request at a time
             }
             again = await session.call_tool("call_counts", {})
             assert again.structuredContent is not None
