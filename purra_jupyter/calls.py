@@ -30,6 +30,7 @@ from .wire import (
     EVENT_CALL,
     FAILED,
     INVALID_ARGUMENTS,
+    RESULT_INVALID,
     RESULT_TOO_LARGE,
     STALE,
     TIMEOUT,
@@ -235,6 +236,9 @@ async def _call_raw(plan: CallPlan, client: ClientSession) -> RawResult:
     except McpAdapterError as error:
         return plan.fail(error.code, "purra-mcp refused the answer", (time.perf_counter() - started) * 1000)
     elapsed = (time.perf_counter() - started) * 1000
+    if not _plain_json(result.model_dump(by_alias=True, exclude_none=True)):
+        message = "the result holds a number JSON cannot carry (NaN or Infinity); nothing is shown"
+        return plan.fail(RESULT_INVALID, message, elapsed)
     dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
     if len(result.content) > limits.max_content_blocks or _bytes(dumped) > limits.max_result_bytes:
         message = f"over {limits.max_content_blocks} blocks or {limits.max_result_bytes} bytes; nothing is shown"
@@ -248,6 +252,15 @@ async def _call_raw(plan: CallPlan, client: ClientSession) -> RawResult:
         error_code=TOOL_ERROR if result.isError else None,
         elapsed_ms=elapsed,
     )
+
+
+def _plain_json(value: Any) -> bool:
+    """Whether ``value`` is JSON a notebook can carry: the SDK accepts NaN and Infinity on the wire."""
+    try:
+        json.dumps(value, allow_nan=False, default=str)
+    except ValueError:
+        return False
+    return True
 
 
 def _timeout(session: McpSession, timeout: float | None) -> float:

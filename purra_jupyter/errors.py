@@ -25,3 +25,23 @@ class McpSessionError(Exception):
     def _render_traceback_(self) -> list[str]:
         # IPython shows this instead of a traceback: a user error is one line.
         return [f"McpSessionError: {self}"]
+
+
+def without_groups(error: BaseException) -> BaseException:
+    """``error`` with every exception group cut out of its chain (the links that point to one).
+
+    anyio task groups wrap what fails inside them; IPython prints any chain holding a group as a full
+    native traceback, bypassing ``_render_traceback_``, so a one-line error would arrive as pages."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [error]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current.__cause__, BaseExceptionGroup):
+            current.__cause__ = None
+        if isinstance(current.__context__, BaseExceptionGroup):
+            current.__context__ = None
+        pending.extend(link for link in (current.__cause__, current.__context__) if link is not None)
+    return error

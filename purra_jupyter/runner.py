@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from .errors import McpSessionError
+from .errors import McpSessionError, without_groups
 from .wire import INTERRUPTED
 
 T = TypeVar("T")
@@ -87,7 +87,8 @@ def wait(future: Future[T], *, cancel: Future[Any] | None = None) -> T:
         (cancel or future).cancel()
         raise McpSessionError(INTERRUPTED, "Interrupted; the request was abandoned and its result discarded.") from None
     except BaseExceptionGroup as group:
-        raise leaf_exception(group) from None
+        error = leaf_exception(group)
+    raise without_groups(error)  # outside the handler, so the group does not become its context
 
 
 def run(func: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:

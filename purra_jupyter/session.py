@@ -28,7 +28,7 @@ from traitlets import Enum, HasTraits, Int
 
 from . import runner
 from .config import ServerConfig, redact_url
-from .errors import McpSessionError
+from .errors import McpSessionError, without_groups
 from .wire import (
     APPROVAL_POLICIES,
     CLOSED,
@@ -419,7 +419,7 @@ class McpSession(HasTraits):
             error = _translate(exc, self, connecting=connecting)
             if error.code == CONNECTION_CLOSED and not connecting:
                 self._fail(error.message, on_loop=False)
-            raise error from exc
+            raise error from without_groups(exc)
 
     # --- catalog and bindings (catalog.py does the work) ------------------------------------
 

@@ -44,6 +44,24 @@ def wait_until(condition: Callable[[], object], *, timeout: float = 10.0, what: 
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+def children() -> set[int]:
+    """This process's live descendants (server processes), zombies left out."""
+    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
+
+
+@pytest.fixture(scope="module")
+def ip() -> Any:
+    """The process's one IPython shell with the extension loaded (widget tests may have made it already)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.history_manager.enabled = False
+    shell.run_line_magic("load_ext", "purra_jupyter")
+    shell.user_ns["sys"] = sys
+    shell.run_line_magic("config", 'McpMagics.approval = "prompt"')
+    return shell
+
+
 def demo_config(name: str = "demo", **kwargs: object) -> pj.ServerConfig:
     return pj.ServerConfig(name, command=sys.executable, args=["-m", "purra_jupyter.demo"], **kwargs)
 

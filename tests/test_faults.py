@@ -10,19 +10,14 @@ import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import psutil
 import pytest
-from conftest import demo_config, raw_config, wait_until
+from conftest import children, demo_config, raw_config, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.approval import PendingCall
 
 TIMEOUT = 2.0  # each faulty session's configured timeout, in seconds
 SLACK = 1.0  # no wait may exceed TIMEOUT + SLACK
-
-
-def children() -> set[int]:
-    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
 
 
 @pytest.fixture

@@ -22,15 +22,6 @@ MAGICS = ["mcp_connect", "mcp_disconnect", "mcp_sessions", "mcp_catalog", "mcp_b
 DEMO = "demo -- {sys.executable} -m purra_jupyter.demo"
 
 
-@pytest.fixture(scope="module")
-def ip() -> InteractiveShell:
-    shell = InteractiveShell.instance()  # the process's one shell (widget tests may have made it already)
-    shell.history_manager.enabled = False
-    shell.run_line_magic("load_ext", "purra_jupyter")
-    shell.user_ns["sys"] = sys
-    return shell
-
-
 @pytest.fixture
 def demo(ip: InteractiveShell) -> Iterator[pj.McpSession]:
     ip.run_line_magic("config", 'McpMagics.approval = "prompt"')

@@ -12,16 +12,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import psutil
 import pytest
-from conftest import demo_config, raw_config, wait_until
+from conftest import children, demo_config, raw_config, wait_until
 
 import purra_jupyter as pj
 
 PROTOCOLS = {"2025-11-25", "2025-06-18"}
 SECRET = "s3cr3t-header-value"
-
-
-def children() -> set[int]:
-    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
 
 
 def test_stdio_session_opens_is_used_and_closed_from_separate_calls() -> None:
