@@ -89,8 +89,8 @@ def test_non_json_on_stdout_after_ready_fails_the_session_with_the_cause_in_the_
     ("fault", "args", "refusal", "words"),
     [
         ("a 9 KiB description", ["--description-bytes", str(9 * 1024)], "mcp_catalog_limit_exceeded", "9216 bytes"),
-        ("a schema 40 levels deep", ["--schema", "deep"], "mcp_schema_unsupported", "inputSchema"),
-        ("a schema of about 5,000 nodes", ["--schema", "wide"], "mcp_schema_unsupported", "inputSchema"),
+        ("a schema 40 objects deep", ["--schema", "deep"], "mcp_schema_unsupported", "levels deep, over 32"),
+        ("a schema of about 5,000 nodes", ["--schema", "wide"], "mcp_schema_unsupported", "schema nodes, over 4096"),
     ],
 )
 def test_a_tool_beyond_the_limits_is_listed_as_not_callable(

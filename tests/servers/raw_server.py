@@ -84,8 +84,8 @@ def deep_schema(depth: int) -> dict:
 
 
 def wide_schema(properties: int) -> dict:
-    """About ``3 * properties`` schema nodes, all flat (each property a small object schema)."""
-    props = {f"p{index}": {"type": "string", "description": "one of many"} for index in range(properties)}
+    """A flat schema of about ``4 * properties`` nodes in little space (within the 64 KiB limit)."""
+    props = {f"p{index}": {"type": "integer"} for index in range(properties)}
     return {"type": "object", "properties": props, "additionalProperties": False}
 
 
@@ -100,7 +100,7 @@ def catalog(options: argparse.Namespace, changed: bool) -> list[dict]:
     if options.schema == "deep" and tools:
         tools[0]["inputSchema"] = deep_schema(40)
     if options.schema == "wide" and tools:
-        tools[0]["inputSchema"] = wide_schema(1700)
+        tools[0]["inputSchema"] = wide_schema(1250)
     if options.call_result in ("bad-structured", "no-structured"):
         for tool in tools:
             tool["outputSchema"] = OUTPUT_SCHEMA
