@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from .common import DEMO_ARGS, Result, call_request, hosted_raw_client, median, meets, percentile, rotated, time_each
+from .common import DEMO_ARGS, Result, call_request, hosted_raw_client, median, percentile, rotated, time_each
 
 TARGET = "<= 1.15"
 ARGUMENTS = {"text": "hi"}
@@ -74,16 +74,13 @@ def run(quick: bool) -> Result:
             for name in rotated(list(sides), index):
                 samples[name].extend(sides[name](block))
     raw, inloop, purra, kit = (median(samples[name]) for name in ("raw", "raw_inloop", "purra_inloop", "kit"))
-    ratio = kit / raw
     calls = rounds * block
-    return Result(
-        scenario="call_overhead",
-        metric="kit/raw per-call median",
-        ratio=ratio,
-        target=TARGET,
-        target_met=meets(ratio, TARGET),
-        raw_median_ms=raw,
-        kit_median_ms=kit,
+    return Result.kit_over_raw(
+        "call_overhead",
+        "kit/raw per-call median",
+        raw,
+        kit,
+        TARGET,
         human=[
             f"{calls} echo calls per side, {rounds} alternating blocks of {block} (+{warmup} warm-up)",
             f"raw SDK in its own loop (no thread hop): median {inloop:.3f} ms, p90 "

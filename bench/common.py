@@ -108,6 +108,14 @@ class Result:
     error: str | None = None
     summary: str | None = None  # the summary table's value cell, when the ratio alone does not say it
 
+    @classmethod
+    def kit_over_raw(
+        cls, scenario: str, metric: str, raw_ms: float, kit_ms: float, target: str, human: list[str], extra: dict
+    ) -> Result:
+        """The usual headline: kit median / raw median, checked against ``target``."""
+        ratio = kit_ms / raw_ms
+        return cls(scenario, metric, ratio, target, meets(ratio, target), raw_ms, kit_ms, human, extra)
+
     def to_json(self) -> dict[str, Any]:
         def rounded(value: Any) -> Any:
             return round(value, 4) if isinstance(value, float) else value

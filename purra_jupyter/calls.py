@@ -294,15 +294,9 @@ def _argument_problem(plan: CallPlan) -> str:
 def argument_checker(schema: Mapping[str, Any], *, raw: bool, limits: Any) -> Callable[[Any], tuple[str, str] | None]:
     """A check of arguments returning ``(path, problem)`` or ``None``: PurrA's contract for the PurrA path
     (built by purra-mcp from the listed schema, as the binding's is), the tool's own JSON Schema (its
-    declared draft) for the raw path. Built once per schema: building a contract costs more than a call."""
-    return _checker(json.dumps(schema, sort_keys=True, separators=(",", ":")), raw, limits)
-
-
-@functools.lru_cache(maxsize=512)
-def _checker(schema_text: str, raw: bool, limits: Any) -> Callable[[Any], tuple[str, str] | None]:
-    schema = json.loads(schema_text)
+    declared draft) for the raw path. Both are built once per distinct schema."""
     if raw:
-        return _raw_checker(schema)
+        return _raw_checker(catalog_layer.canonical_json(schema))
     from purra.structured import StructuredOutputError
 
     contract = catalog_layer.remote_contract(schema, limits)
@@ -317,22 +311,28 @@ def _checker(schema_text: str, raw: bool, limits: Any) -> Callable[[Any], tuple[
     return check
 
 
-def _raw_checker(schema: Mapping[str, Any]) -> Callable[[Any], tuple[str, str] | None]:
+@functools.lru_cache(maxsize=512)
+def _raw_checker(schema_text: str) -> Callable[[Any], tuple[str, str] | None]:
     import jsonschema
     from jsonschema.exceptions import best_match
 
+    def unusable(exc: Exception) -> tuple[str, str]:
+        return "$", f"the tool's own input schema cannot check arguments ({exc.__class__.__name__})"
+
+    # A server's schema can break a validator in many ways: refuse the arguments, never crash.
+    schema = json.loads(schema_text)
     try:
         validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         validator = validator_class(schema)
-    except Exception as exc:  # a server's schema can break a validator in many ways: refuse, do not crash
-        reason = f"the tool's own input schema cannot check arguments ({exc.__class__.__name__})"
-        return lambda arguments: ("$", reason)
+    except Exception as exc:
+        problem = unusable(exc)
+        return lambda arguments: problem
 
     def check(arguments: Any) -> tuple[str, str] | None:
         try:
             error = best_match(validator.iter_errors(arguments))
         except Exception as exc:
-            return "$", f"the tool's own input schema cannot check arguments ({exc.__class__.__name__})"
+            return unusable(exc)
         return None if error is None else (error.json_path, error.message)
 
     return check

@@ -275,10 +275,15 @@ def _schema_accepted(schema: Any, limits: McpToolLimits) -> bool:
 def remote_contract(schema: Any, limits: McpToolLimits) -> Any:
     """purra-mcp's contract for a listed schema (its ``McpAdapterError`` when it refuses one), built once
     per distinct schema: building one costs more than a call, and big catalogs repeat their schemas."""
-    outcome = _contract_of(json.dumps(schema, sort_keys=True, separators=(",", ":")), limits)
+    outcome = _contract_of(canonical_json(schema), limits)
     if isinstance(outcome, Exception):
         raise outcome.with_traceback(None)
     return outcome
+
+
+def canonical_json(value: Any) -> str:
+    """One text per JSON value (sorted keys, no spaces): the key of the caches and the digest's fallback."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -560,7 +565,7 @@ def digest_of(tools: Iterable[ToolVerdict]) -> str:
         try:
             per_tool[tool.name] = json_identity_digest(dict(tool.listing))
         except (ValueError, TypeError):
-            text = json.dumps(tool.listing, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            text = canonical_json(tool.listing)
             per_tool[tool.name] = json_identity_digest({"json": text})
     return json_identity_digest({"tools": per_tool})
 

@@ -9,6 +9,7 @@ A kernel interrupt stops the batch: finished rows keep their results, the others
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
@@ -31,6 +32,7 @@ from .wire import (
     INTERRUPTED,
     NOT_CONCURRENCY_SAFE,
     STALE,
+    TRANSPORT_ERROR,
 )
 
 if TYPE_CHECKING:
@@ -223,7 +225,7 @@ class Batch:
                     result = await session._bounded(lambda client: calls.execute(plan, client), plan.timeout)
                 except Exception as exc:
                     error = session.translate_error(exc)
-                    code = error.code if isinstance(error, McpSessionError) else "mcp_error"
+                    code = error.code if isinstance(error, McpSessionError) else TRANSPORT_ERROR
                     result = plan.fail(code, str(getattr(error, "message", error)), _ms_since(started))
         self._settle(row, result)
 
@@ -260,15 +262,13 @@ class Batch:
     def _log(self, detail: str) -> None:
         self.session.log.add(EVENT_APPROVAL, f"evaluate {self.remote}: {detail}")
 
-    @property
+    @functools.cached_property
     def progress_bar(self) -> Any:
-        """The widget progress bar shown in the approval widget (created on first use)."""
-        if not hasattr(self, "_bar"):
-            import ipywidgets as widgets
+        """The progress bar of the approval widget (made only when a widget shows the batch)."""
+        import ipywidgets as widgets
 
-            total = len(self.results)
-            self._bar = widgets.IntProgress(value=total - len(self.waiting), min=0, max=max(total, 1))
-        return self._bar
+        total = len(self.results)
+        return widgets.IntProgress(value=total - len(self.to_send), min=0, max=max(total, 1))
 
     # --- the table -------------------------------------------------------------------------
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -11,6 +13,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from html import escape
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +48,25 @@ def wait_until(condition: Callable[[], object], *, timeout: float = 10.0, what: 
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+@contextmanager
+def interrupt_when(condition: Callable[[], object], what: str) -> Iterator[list[float]]:
+    """Send this process a SIGINT (what a kernel interrupt is) once ``condition`` holds; yields a list that
+    then holds the moment it was sent."""
+    sent_at: list[float] = []
+
+    def watch() -> None:
+        wait_until(condition, what=what)
+        sent_at.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    watcher = threading.Thread(target=watch, name="interrupter")
+    watcher.start()
+    try:
+        yield sent_at
+    finally:
+        watcher.join()
+
+
 def children() -> set[int]:
     """This process's live descendants (server processes), zombies left out."""
     return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
@@ -60,6 +83,69 @@ def ip() -> Any:
     shell.user_ns["sys"] = sys
     shell.run_line_magic("config", 'McpMagics.approval = "prompt"')
     return shell
+
+
+# --- untrusted text in HTML -----------------------------------------------------------------------------
+
+_SAFE_TAGS = {"div", "b", "span", "code", "pre", "p", "table", "thead", "tbody", "tr", "th", "td", "small", "img",
+              "ul", "li", "br", "i", "em", "strong"}  # fmt: skip
+_SAFE_ATTRIBUTES = {"style", "class", "alt", "src"}
+
+
+class _Tags(HTMLParser):
+    """Every tag and comment of an HTML text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.comments: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_comment(self, data: str) -> None:
+        self.comments.append(data)
+
+
+def unsafe_markup(html: str, *, pandas: bool = False) -> list[str]:
+    """What in ``html`` is not the kit's own inert markup: any tag or attribute outside a small allow-list,
+    event handlers, ``javascript:`` in any attribute, and images that are not raster data URIs. ``pandas``
+    also allows what a DataFrame's own HTML holds (a scoped style sheet, a table border)."""
+    parser = _Tags()
+    parser.feed(html)
+    parser.close()
+    found = [f"comment {text!r}" for text in parser.comments]
+    tags, attributes = (_SAFE_TAGS | {"style"}, _SAFE_ATTRIBUTES | {"border", "scoped"}) if pandas else (
+        _SAFE_TAGS, _SAFE_ATTRIBUTES)  # fmt: skip
+    for tag, attrs in parser.tags:
+        if tag not in tags:
+            found.append(f"<{tag}>")
+        for name, value in attrs.items():
+            if name not in attributes or name.startswith("on"):
+                found.append(f"<{tag} {name}>")
+            if value and "javascript:" in value.replace(" ", "").lower():
+                found.append(f"<{tag} {name}={value!r}>")
+        if tag == "img":
+            src = attrs.get("src") or ""
+            head, _, data = src.partition(";base64,")
+            if head not in {"data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp"}:
+                found.append(f"<img src={src[:80]!r}>")
+            else:
+                try:
+                    base64.b64decode(data, validate=True)
+                except ValueError:
+                    found.append(f"<img src={src[:80]!r}> (not base64)")
+    return found
+
+
+def assert_safe(html: str, *payloads: str, pandas: bool = False) -> None:
+    """``html`` carries no live markup, and each payload shows as escaped text."""
+    assert unsafe_markup(html, pandas=pandas) == [], html[:3000]
+    for payload in payloads:
+        assert escape(payload) in html or escape(payload, quote=False) in html, (payload, html[:3000])
 
 
 def demo_config(name: str = "demo", **kwargs: object) -> pj.ServerConfig:

@@ -11,13 +11,12 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import demo_config, raw_config, wait_until
+from conftest import demo_config, raw_config, unsafe_markup, wait_until
 from purra.contracts import ToolPolicy
 from purra_mcp import McpToolBinding, discover_mcp_tools
 
@@ -233,31 +232,6 @@ def test_raw_results_keep_errors_and_limits(demo: pj.McpSession) -> None:
     assert big.error_code == "mcp_result_too_large" and big.content == []
     slow = demo.call("sleep", {"seconds": 5}, raw=True, approve=True, timeout=0.5)
     assert slow.error_code == "mcp_timeout"
-
-
-class _Tags(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-
-def unsafe_markup(html: str) -> list[str]:
-    """What in ``html`` a browser would run or follow: script-capable tags, event handlers, links,
-    and images that are not data URIs of the four raster types."""
-    parser = _Tags()
-    parser.feed(html)
-    found = []
-    for tag, attrs in parser.tags:
-        if tag in {"script", "svg", "iframe", "object", "embed", "a", "link", "style", "form"}:
-            found.append(tag)
-        found += [f"{tag}[{name}]" for name in attrs if name.startswith("on") or name in {"href", "action"}]
-        if tag == "img" and not re.fullmatch(r"data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]*",
-                                             attrs.get("src") or ""):  # fmt: skip
-            found.append(f"img[src={attrs.get('src')}]")
-    return found
 
 
 def html_of(obj: Any) -> str:

@@ -5,16 +5,13 @@ keeps the finished rows."""
 from __future__ import annotations
 
 import math
-import os
-import signal
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import demo_config, wait_until
+from conftest import demo_config, interrupt_when, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.approval import PendingCall
@@ -145,18 +142,9 @@ def test_concurrency_is_honoured_the_server_sees_at_most_n_calls_in_flight(concu
 
 def test_an_interrupt_stops_the_batch_and_keeps_the_finished_rows(demo: pj.McpSession) -> None:
     rows = [{"seconds": 0}, {"seconds": 0}, {"seconds": 30}, {"seconds": 0}, {"seconds": 0}]
-    sent_at: list[float] = []
-
-    def interrupt_when_the_server_sleeps() -> None:
-        wait_until(lambda: "sleep: 30" in demo.stderr, what="the server to start the long row")
-        sent_at.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGINT)
-
-    watcher = threading.Thread(target=interrupt_when_the_server_sleeps)
-    watcher.start()
-    frame = demo.evaluate("sleep", rows, approve=True, timeout=60)
-    returned_at = time.monotonic()
-    watcher.join()
+    with interrupt_when(lambda: "sleep: 30" in demo.stderr, "the server to start the long row") as sent_at:
+        frame = demo.evaluate("sleep", rows, approve=True, timeout=60)
+        returned_at = time.monotonic()
 
     assert returned_at - sent_at[0] < 1.0
     assert frame["error_code"].tolist() == [None, None, "mcp_interrupted", "mcp_interrupted", "mcp_interrupted"]

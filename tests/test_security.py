@@ -14,7 +14,6 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html import escape
-from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -23,7 +22,7 @@ import ipywidgets as widgets
 import nbformat
 import psutil
 import pytest
-from conftest import ROOT, DemoHttpServer, children, demo_config, raw_config, wait_until
+from conftest import ROOT, DemoHttpServer, assert_safe, children, demo_config, raw_config, unsafe_markup, wait_until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
@@ -80,65 +79,6 @@ def error_texts(error: BaseException) -> list[str]:
 
 def leaked(texts: list[str]) -> list[tuple[int, str]]:
     return [(index, secret) for index, text in enumerate(texts) for secret in SECRETS if secret in text]
-
-
-_SAFE_TAGS = {"div", "b", "span", "code", "pre", "p", "table", "thead", "tbody", "tr", "th", "td", "small", "img",
-              "ul", "li", "br", "i", "em", "strong"}  # fmt: skip
-_SAFE_ATTRIBUTES = {"style", "class", "alt", "src"}
-
-
-class _Tags(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.comments: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_comment(self, data: str) -> None:
-        self.comments.append(data)
-
-
-def unsafe_markup(html: str, *, pandas: bool = False) -> list[str]:
-    """What in ``html`` is not the kit's own inert markup: any tag or attribute outside a small allow-list,
-    event handlers, ``javascript:`` in any attribute, and images that are not raster data URIs. ``pandas``
-    also allows what a DataFrame's own HTML holds (a scoped style sheet, a table border)."""
-    parser = _Tags()
-    parser.feed(html)
-    parser.close()
-    found = [f"comment {text!r}" for text in parser.comments]
-    tags, attributes = (_SAFE_TAGS | {"style"}, _SAFE_ATTRIBUTES | {"border", "scoped"}) if pandas else (
-        _SAFE_TAGS, _SAFE_ATTRIBUTES)  # fmt: skip
-    for tag, attrs in parser.tags:
-        if tag not in tags:
-            found.append(f"<{tag}>")
-        for name, value in attrs.items():
-            if name not in attributes or name.startswith("on"):
-                found.append(f"<{tag} {name}>")
-            if value and "javascript:" in value.replace(" ", "").lower():
-                found.append(f"<{tag} {name}={value!r}>")
-        if tag == "img":
-            src = attrs.get("src") or ""
-            head, _, data = src.partition(";base64,")
-            if head not in {"data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp"}:
-                found.append(f"<img src={src[:80]!r}>")
-            else:
-                try:
-                    base64.b64decode(data, validate=True)
-                except ValueError:
-                    found.append(f"<img src={src[:80]!r}> (not base64)")
-    return found
-
-
-def assert_safe(html: str, *payloads: str, pandas: bool = False) -> None:
-    """``html`` carries no live markup, and each payload shows as escaped text."""
-    assert unsafe_markup(html, pandas=pandas) == [], html[:3000]
-    for payload in payloads:
-        assert escape(payload) in html or escape(payload, quote=False) in html, (payload, html[:3000])
 
 
 def html_widgets(widget: Any) -> list[str]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import threading
@@ -12,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import psutil
 import pytest
-from conftest import children, demo_config, raw_config, wait_until
+from conftest import children, demo_config, interrupt_when, raw_config, wait_until
 
 import purra_jupyter as pj
 
@@ -96,19 +94,12 @@ def test_list_changed_turns_the_session_stale_for_an_observer() -> None:
 
 def test_interrupt_while_waiting_gives_mcp_interrupted_and_the_session_stays_usable() -> None:
     with pj.connect(demo_config()) as session:
-        sent_at: list[float] = []
-
-        def interrupt_when_the_server_sleeps() -> None:
-            wait_until(lambda: "sleep: 30" in session.stderr, what="the server to start sleeping")
-            sent_at.append(time.monotonic())
-            os.kill(os.getpid(), signal.SIGINT)
-
-        watcher = threading.Thread(target=interrupt_when_the_server_sleeps)
-        watcher.start()
-        with pytest.raises(pj.McpSessionError) as caught:
+        with (
+            interrupt_when(lambda: "sleep: 30" in session.stderr, "the server to start sleeping") as sent_at,
+            pytest.raises(pj.McpSessionError) as caught,
+        ):
             session._request(lambda client: client.call_tool("sleep", {"seconds": 30}), timeout=60)
         raised_at = time.monotonic()
-        watcher.join()
         assert caught.value.code == "mcp_interrupted"
         assert raised_at - sent_at[0] < 1.0
         assert session.state == "ready"
