@@ -23,6 +23,22 @@ TARGET = "<= 1.15"
 ARGUMENTS = {"text": "hi"}
 
 
+def purra_handler(session: Any, tool: str) -> Any:
+    """purra-mcp's registration handler of ``tool``, made by ``discover_mcp_tools`` on the kit's own
+    connection (the same handler every kit call runs)."""
+    from purra.contracts import ToolPolicy
+    from purra_mcp import McpToolBinding, discover_mcp_tools
+
+    from purra_jupyter.bindings import call_limits
+
+    binding = McpToolBinding(tool, ToolPolicy(mode="read", title=tool, risk_level="read"), None)
+    limits = call_limits(session.limits)
+    found = session.connection.request(
+        lambda client: discover_mcp_tools(client, session.name, {tool: binding}, monitor=session.monitor, limits=limits)
+    )
+    return found.registrations[0].handler
+
+
 def run(quick: bool) -> Result:
     """Alternate blocks of raw-via-portal, raw-in-loop and kit calls; compare per-call medians."""
     from mcp import types
@@ -51,7 +67,7 @@ def run(quick: bool) -> Result:
 
         first = kit_call()  # binds echo (one more tools/list): not part of the steady per-call cost
         assert first.ok, first
-        handler = next(r for r in session._purra_catalog.registrations if r.schema.name == "echo").handler
+        handler = purra_handler(session, "echo")
 
         async def purra_inloop(count: int) -> list[float]:
             out = []

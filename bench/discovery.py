@@ -33,8 +33,8 @@ def run(quick: bool) -> Result:
     from anyio.from_thread import start_blocking_portal
 
     import purra_jupyter as pj
-    from purra_jupyter.catalog import _contract_of as contract_cache
     from purra_jupyter.catalog import digest_of
+    from purra_jupyter.purra_adapter import clear_contract_cache
 
     tools, rounds = (32, 1) if quick else (256, 15)
     args = raw_server_args(tools, 10)
@@ -44,7 +44,7 @@ def run(quick: bool) -> Result:
 
     def kit() -> int:
         # As for a server never seen: every distinct schema's contract is built afresh.
-        contract_cache.cache_clear()
+        clear_contract_cache()
         with pj.connect(config) as session:
             catalogs.append(session.catalog)
             return len(session.catalog)

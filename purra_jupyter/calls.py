@@ -1,8 +1,11 @@
-"""Tool calls: through a PurrA binding (an ``Envelope``) or raw, for exploration (a ``RawResult``).
+"""Tool calls, and the one lifecycle every call goes through whatever approves it.
 
-A call is planned (names resolved, arguments checked, nothing sent), then approved, then executed
-on the loop. The PurrA path runs purra-mcp's own registration handler, so the envelope is byte for
-byte what a host gets. Tool failures never raise: they come back with an ``error_code``.
+plan (names resolved, arguments checked, nothing sent) -> approve -> send -> settle -> record. A call
+approved in code, by a click on the approval widget or as a row of a batch is sent by ``send`` and
+recorded by ``record``; a ``Call`` (one decision over a plan, or over a batch, which offers the same
+face) settles in one place and always reaches ``done``, ``denied`` or ``void``. The PurrA path runs
+purra-mcp's own registration handler, so the envelope is byte for byte what a host gets. Tool failures
+never raise: they come back with an ``error_code``; so does a failure of the host's own code.
 """
 
 from __future__ import annotations
@@ -10,37 +13,52 @@ from __future__ import annotations
 import functools
 import json
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import catalog as catalog_layer
+from traitlets import Any as AnyTrait
+from traitlets import Enum, HasTraits
+
+from . import runner
+from .bindings import Bindings, make_binding
+from .catalog import ToolVerdict
 from .config import check_timeout
+from .connection import SHOWN_CHARS, CancelToken, Connection
 from .envelope import Envelope, RawResult
-from .errors import McpSessionError
+from .errors import HostCodeError, McpSessionError
+from .purra_adapter import canonical_json, json_bytes, remote_contract
 from .wire import (
     APPROVAL_DENIED,
-    BINDING_MISSING,
+    CALL_STATES,
     CATALOG_STALE,
     CLOSED,
+    CONFIG_INVALID,
     CONNECTION_CLOSED,
+    DENIED,
+    DONE,
     EVENT_APPROVAL,
     EVENT_CALL,
+    EVENT_ERROR,
     FAILED,
+    HOST_ERROR,
+    INTERRUPTED,
     INVALID_ARGUMENTS,
+    PENDING,
+    PROTOCOL_ERROR,
     RESULT_INVALID,
     RESULT_TOO_LARGE,
+    RUNNING,
     STALE,
-    TIMEOUT,
     TOOL_ERROR,
+    VOID,
 )
 
 if TYPE_CHECKING:
     from mcp import ClientSession
-
-    from .session import McpSession
 
 EMPTY_ENVELOPE = '{"text":[],"structured":null}'  # purra-mcp's envelope on every failure
 Result = Envelope | RawResult
@@ -48,36 +66,40 @@ Result = Envelope | RawResult
 
 @dataclass(frozen=True, slots=True)
 class CallPlan:
-    """One call, resolved and checked, not yet sent. ``arguments`` is a private JSON copy."""
+    """One call, resolved and checked, not yet sent. ``arguments`` is a private JSON copy; ``revision`` the
+    catalog revision it was planned against (an approval covers that revision only)."""
 
-    session: McpSession
+    connection: Connection
+    bindings: Bindings
     remote: str
     arguments: dict[str, Any]
     raw: bool
     timeout: float
+    revision: int
 
     @property
     def local(self) -> str:
         """The name the result carries: the binding's local name (or the one a call would bind)."""
-        binding = self.session._bindings.get(self.remote)
-        if self.raw:
-            return self.remote
-        return binding.local_name if binding else catalog_layer.default_local_name(self.remote)
+        return self.remote if self.raw else self.bindings.local_name(self.remote)
+
+    @property
+    def tool(self) -> ToolVerdict:
+        return self.bindings.catalog[self.remote]
 
     @property
     def declaration(self) -> str | None:
         """What approving this call also declares: binding an unbound tool as a read tool."""
-        if self.raw or self.remote in self.session._bindings:
+        if self.raw or self.bindings.binding(self.remote) is not None:
             return None
         return f"bind {self.remote} as read tool {self.local}"
 
     def fail(self, code: str, message: str, elapsed_ms: float = 0.0) -> Result:
-        session = self.session
+        server = self.connection.name
         if self.raw:
-            return RawResult(session.name, self.remote, error_code=code, elapsed_ms=elapsed_ms, message=message)
-        return Envelope(session.name, self.local, EMPTY_ENVELOPE, code, elapsed_ms, message)
+            return RawResult(server, self.remote, error_code=code, elapsed_ms=elapsed_ms, message=message)
+        return Envelope(server, self.local, EMPTY_ENVELOPE, code, elapsed_ms, message)
 
-    # What an approval widget needs (a batch of calls offers the same; see approval.PendingCall).
+    # --- what a decision needs (a batch offers the same; see ``Call``) -------------------------------
 
     question = "Approve this MCP call?"
 
@@ -96,31 +118,49 @@ class CallPlan:
     def digest(self) -> str:
         return arguments_digest(self.arguments)
 
-    def start(self, how: str, done: Callable[[Result], None]) -> None:
-        submit(self, how, done)
+    def approved(self, how: str) -> None:
+        declaration = f"; declares: {self.declaration}" if self.declaration else ""
+        self.connection.log.add(EVENT_APPROVAL, f"{how}: {self.remote}, args {self.digest()[:12]}{declaration}")
 
-    def refuse(self, how: str) -> Result:
-        return denied(self, how)
+    async def run(self, cancel: CancelToken) -> Result:
+        return await send(self, cancel)
 
-    def voided(self, code: str, message: str) -> Result:
-        return logged(self, self.fail(code, message))
+    def refused(self, how: str) -> Result:
+        self.connection.log.add(EVENT_APPROVAL, f"denied {self.remote} ({how}), args {self.digest()[:12]}")
+        return record(self, self.fail(APPROVAL_DENIED, "the call was denied; nothing was sent"))
+
+    def failure(self, code: str, message: str) -> Result:
+        return record(self, self.fail(code, message))
+
+    def wait(self, future: Future[Any], cancel: CancelToken) -> None:
+        """Wait in the kernel's thread; an interrupt cancels the call and raises ``mcp_interrupted``."""
+        runner.wait(future, on_interrupt=lambda: cancel.cancel(INTERRUPTED, "interrupted by the user"))
 
     def shown(self, result: Result) -> tuple[Any, ...]:
         return (result,)
 
 
 def plan_call(
-    session: McpSession, name: str, arguments: Mapping[str, Any] | None, *, raw: bool, timeout: float | None
+    connection: Connection,
+    bindings: Bindings,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    *,
+    raw: bool,
+    timeout: float | None,
 ) -> CallPlan:
     """Resolve ``name`` (local or remote) and copy ``arguments``; usage errors raise here."""
-    remote = remote_name(session, name)
+    remote = bindings.remote_name(name)
     try:
         copied = json.loads(json.dumps(dict(arguments or {}), allow_nan=False))
     except (TypeError, ValueError) as error:
         raise McpSessionError(INVALID_ARGUMENTS, f"The arguments are not plain JSON: {error}.") from None
-    plan = CallPlan(session, remote, copied, raw, _timeout(session, timeout))
-    if not raw and remote not in session._bindings and remote in session.catalog:
-        tool = session.catalog[remote]
+    if timeout is not None:
+        check_timeout(timeout, "The call's timeout")
+    seconds = float(timeout) if timeout is not None else connection.limits.timeout_ms / 1000
+    plan = CallPlan(connection, bindings, remote, copied, raw, seconds, connection.revision)
+    if not raw and bindings.binding(remote) is None and remote in bindings.catalog:
+        tool = bindings.catalog[remote]
         if not tool.callable:
             raise McpSessionError(
                 tool.refusal or "mcp_schema_unsupported",
@@ -132,119 +172,101 @@ def plan_call(
 
 def refusal(plan: CallPlan) -> Result | None:
     """A result that settles the call before any approval: closed or stale session, bad arguments."""
-    session = plan.session
-    if session.state in (CLOSED, FAILED):
-        return logged(plan, plan.fail(CONNECTION_CLOSED, f"the session is {session.state}; nothing was sent"))
-    if session.state == STALE:
-        return logged(plan, plan.fail(CATALOG_STALE, "the tools changed since they were listed; call refresh()"))
+    connection = plan.connection
+    if connection.state in (CLOSED, FAILED):
+        return record(plan, plan.fail(CONNECTION_CLOSED, f"the session is {connection.state}; nothing was sent"))
+    if connection.state == STALE:
+        return record(plan, plan.fail(CATALOG_STALE, "the tools changed since they were listed; call refresh()"))
     problem = _argument_problem(plan)
     if problem:
-        return logged(plan, plan.fail(INVALID_ARGUMENTS, f"{problem}; nothing was sent"))
+        return record(plan, plan.fail(INVALID_ARGUMENTS, f"{problem}; nothing was sent"))
     return None
 
 
-def run(plan: CallPlan, how: str) -> Result:
-    """Execute an approved call and wait for it (the kernel waits; an interrupt raises)."""
-    approved(plan, how)
+# --- sending and recording: the one way a call goes out and comes back -------------------------------
+
+
+async def send(plan: CallPlan, cancel: CancelToken | None = None) -> Result:
+    """Send an approved call on the loop and return its result, recorded; never raises. A timeout, a lost
+    connection or ``cancel`` ends it with that code (the server is told to cancel it); a failure of the
+    host's own code ends it with ``mcp_host_error``."""
     started = time.perf_counter()
     try:
-        result = plan.session._request(lambda client: execute(plan, client), timeout=plan.timeout)
+        result = await plan.connection.run(lambda client: _execute(plan, client), plan.timeout, cancel)
     except McpSessionError as error:
-        result = settle(plan, error, started)
-    return logged(plan, result)
+        result = plan.fail(error.code, error.message, _ms_since(started))
+    except Exception as error:  # the kit's own code failed: still this call's result, with a code
+        result = plan.fail(HOST_ERROR, f"the kit failed: {error.__class__.__name__}: {error}", _ms_since(started))
+    return record(plan, result)
 
 
-def submit(plan: CallPlan, how: str, done: Callable[[Result], None]) -> Future[Any]:
-    """Execute an approved call on the loop without waiting; ``done(result)`` gets the result."""
-    approved(plan, how)
-    started = time.perf_counter()
-    future = plan.session._submit(lambda client: execute(plan, client), timeout=plan.timeout)
-
-    def finished(future: Future[Any]) -> None:
-        if future.cancelled():
-            result = plan.fail("mcp_interrupted", "the call was cancelled")
-        elif future.exception() is not None:
-            result = settle(plan, plan.session.translate_error(future.exception()), started)
-        else:
-            result = future.result()
-        done(logged(plan, result))
-
-    future.add_done_callback(finished)
-    return future
+def record(plan: CallPlan, result: Result) -> Result:
+    """The call's row in the session log."""
+    path = "raw" if plan.raw else "purra"
+    ms = "" if math.isclose(result.elapsed_ms, 0.0) else f" {result.elapsed_ms:.0f} ms"
+    plan.connection.log.add(EVENT_CALL, f"{result.tool} ({path}){ms}: {result.error_code or 'ok'}")
+    return result
 
 
-def denied(plan: CallPlan, how: str) -> Result:
-    plan.session.log.add(EVENT_APPROVAL, f"denied {plan.remote} ({how}), args {plan.digest()[:12]}")
-    return logged(plan, plan.fail(APPROVAL_DENIED, "the call was denied; nothing was sent"))
-
-
-def approved(plan: CallPlan, how: str) -> None:
-    declaration = f"; declares: {plan.declaration}" if plan.declaration else ""
-    plan.session.log.add(EVENT_APPROVAL, f"{how}: {plan.remote}, args {plan.digest()[:12]}{declaration}")
-
-
-def arguments_digest(arguments: Any) -> str:
-    """PurrA's identity digest of plain JSON ``arguments`` (through their canonical text when they
-    break its limits), which an approval covers."""
-    from purra.structured import json_identity_digest
-
-    try:
-        return json_identity_digest(arguments)
-    except (TypeError, ValueError):
-        return json_identity_digest({"json": json.dumps(arguments, sort_keys=True)})
-
-
-def settle(plan: CallPlan, error: BaseException, started: float) -> Result:
-    """A timeout or a lost connection is the call's result; anything else is raised."""
-    if isinstance(error, McpSessionError) and error.code in (TIMEOUT, CONNECTION_CLOSED):
-        return plan.fail(error.code, error.message, (time.perf_counter() - started) * 1000)
-    raise error
-
-
-async def execute(plan: CallPlan, client: ClientSession) -> Result:
+async def _execute(plan: CallPlan, client: ClientSession) -> Result:
     """Bind if the approval declared it, then call: purra-mcp's handler, or a raw ``tools/call``."""
-    session = plan.session
     if plan.raw:
         return await _call_raw(plan, client)
-    if plan.remote not in session._bindings:
-        binding = catalog_layer.make_binding(
-            plan.remote, local_name=None, title=None, scope_validator=None, concurrency_safe=False
-        )
+    bindings = plan.bindings
+    if bindings.binding(plan.remote) is None:
         try:
-            await catalog_layer.bind_in_loop(session, client, plan.remote, binding)
+            await bindings.add(client, plan.remote, make_binding(plan.remote))
         except Exception as error:
-            raise catalog_layer.explained(session, plan.remote, session.translate_error(error)) from error
-    registration = next(r for r in session._purra_catalog.registrations if r.schema.name == plan.local)
+            raise bindings.explained(plan.remote, plan.connection.error(error)) from error
+    registration = bindings.registration(plan.remote)
     started = time.perf_counter()
-    result = await registration.handler(None, plan.arguments)
-    elapsed = (time.perf_counter() - started) * 1000
-    return Envelope(session.name, plan.local, result.content, result.error_code, elapsed)
+    try:
+        result = await registration.handler(None, plan.arguments)
+    except HostCodeError as error:
+        return plan.fail(HOST_ERROR, str(error), _ms_since(started))
+    except Exception as error:  # purra-mcp's handler catches every server failure: this is the host's
+        message = f"purra-mcp's handler raised {error.__class__.__name__}: {error}"
+        return plan.fail(HOST_ERROR, message, _ms_since(started))
+    return Envelope(plan.connection.name, plan.local, result.content, result.error_code, _ms_since(started))
 
 
 async def _call_raw(plan: CallPlan, client: ClientSession) -> RawResult:
     from mcp import types
-    from purra_mcp import McpAdapterError, _bytes, _request
+    from mcp.shared.exceptions import McpError
 
-    session = plan.session
-    limits = catalog_layer.call_limits(session)
+    limits = plan.connection.limits
     params = types.CallToolRequestParams(name=plan.remote, arguments=plan.arguments)
     started = time.perf_counter()
     try:
-        result = await _request(
-            client, types.ClientRequest(types.CallToolRequest(params=params)), types.CallToolResult, limits, None
+        result = await client.send_request(
+            types.ClientRequest(types.CallToolRequest(params=params)), types.CallToolResult
         )
-    except McpAdapterError as error:
-        return plan.fail(error.code, "purra-mcp refused the answer", (time.perf_counter() - started) * 1000)
-    elapsed = (time.perf_counter() - started) * 1000
+    except McpError as error:
+        if error.error.code == types.CONNECTION_CLOSED:
+            raise
+        words = plan.connection.scrub(" ".join(str(error.error.message).split()))
+        shown = words[:SHOWN_CHARS] + ("…" if len(words) > SHOWN_CHARS else "")
+        return RawResult(
+            plan.connection.name,
+            plan.remote,
+            error_code=PROTOCOL_ERROR,
+            elapsed_ms=_ms_since(started),
+            message="the server answered with a JSON-RPC error instead of a result",
+            server_text=f"JSON-RPC error {error.error.code}: {shown}",
+        )
+    except (ValueError, TypeError):
+        message = "the server's answer is not a tools/call result; nothing is shown"
+        return plan.fail(RESULT_INVALID, message, _ms_since(started))
+    elapsed = _ms_since(started)
     if not _plain_json(result.model_dump(by_alias=True, exclude_none=True)):
         message = "the result holds a number JSON cannot carry (NaN or Infinity); nothing is shown"
         return plan.fail(RESULT_INVALID, message, elapsed)
     dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if len(result.content) > limits.max_content_blocks or _bytes(dumped) > limits.max_result_bytes:
+    if len(result.content) > limits.max_content_blocks or json_bytes(dumped) > limits.max_result_bytes:
         message = f"over {limits.max_content_blocks} blocks or {limits.max_result_bytes} bytes; nothing is shown"
         return plan.fail(RESULT_TOO_LARGE, message, elapsed)
     return RawResult(
-        session.name,
+        plan.connection.name,
         plan.remote,
         content=dumped.get("content", []),
         structured_content=result.structuredContent,
@@ -263,27 +285,161 @@ def _plain_json(value: Any) -> bool:
     return True
 
 
-def _timeout(session: McpSession, timeout: float | None) -> float:
-    if timeout is None:
-        return session.limits.timeout_ms / 1000
-    check_timeout(timeout, "The call's timeout")
-    return float(timeout)
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
 
 
-def remote_name(session: McpSession, name: str) -> str:
-    for remote, binding in session._bindings.items():
-        if binding.local_name == name:
-            return remote
-    if name in session._bindings or name in session.catalog:
-        return name
-    listed = ", ".join(tool.name for tool in session.catalog.tools[:12]) or "none"
-    raise McpSessionError(BINDING_MISSING, f"'{session.name}' has no tool or binding '{name}'; it lists: {listed}.")
+# --- the decision: one state machine for a plan or a batch ---------------------------------------------
+
+
+class Call(HasTraits):
+    """One decision over a job (a ``CallPlan``, or a batch offering the same face: ``connection, revision,
+    digest(), approved(how), run(cancel), refused(how), failure(code, message), wait(future, cancel)``).
+
+    ``pending`` until approved, denied or voided (the catalog turned stale or the session ended first);
+    an approved job runs on the loop (``running``) and the call ends ``done``. A decision is final, and
+    the call always settles, in ``_settle``, with a result."""
+
+    state = Enum(CALL_STATES, default_value=PENDING, help="pending | running | done | denied | void")
+    result = AnyTrait(None, allow_none=True, help="the Envelope or RawResult (a DataFrame for a batch), once decided")
+
+    def __init__(self, job: Any) -> None:
+        super().__init__()
+        self.job = job
+        self.arguments_digest = job.digest()
+        self._cancel = CancelToken()
+        self._future: Future[None] | None = None
+        self._decided = False
+        self._lock = threading.Lock()
+        job.connection.observe(self._connection_changed, names="state")
+
+    @property
+    def connection(self) -> Connection:
+        return self.job.connection
+
+    def approve(self, how: str = "approved with PendingCall.approve()") -> None:
+        """Approve this exact call; it runs on the loop, so the kernel is not held."""
+        if not self._decide():
+            return
+        void = self._void_reason()
+        if void is not None:
+            self._void(*void)
+            return
+        self.job.approved(how)
+        self._set("state", RUNNING)
+        self._future = runner.submit(self._run)
+
+    def deny(self, how: str = "denied with PendingCall.deny()") -> None:
+        if self._decide():
+            self._settle(DENIED, self.job.refused(how))
+
+    def cancel(self) -> None:
+        """Stop this call: a pending one is denied; a running one stops waiting (its requests are cancelled on
+        the server) and ends with ``mcp_interrupted``."""
+        if self.state == PENDING:
+            self.deny("cancelled before a decision")
+        elif self.state == RUNNING:
+            self._cancel.cancel(INTERRUPTED, "the call was cancelled")
+
+    def wait(self) -> Any:
+        """Wait in this thread until an approved call settles, and return its result."""
+        if self._future is not None:
+            self.job.wait(self._future, self._cancel)
+        return self.result
+
+    async def _run(self) -> None:
+        try:
+            result = await self.job.run(self._cancel)
+        except Exception as error:  # a bug below: the call still settles, with a code
+            result = self.job.failure(HOST_ERROR, f"the kit failed: {error.__class__.__name__}: {error}")
+        except BaseException:  # the loop cancels this task (interpreter exit)
+            self._settle(DONE, self.job.failure(INTERRUPTED, "the call was cancelled when the loop stopped"))
+            raise
+        self._settle(DONE, result)
+
+    def _decide(self) -> bool:
+        with self._lock:
+            if self._decided:
+                return False
+            self._decided = True
+            return True
+
+    def _void_reason(self) -> tuple[str, str] | None:
+        connection = self.connection
+        if connection.state in (CLOSED, FAILED):
+            return CONNECTION_CLOSED, f"the session is {connection.state}; nothing was sent"
+        if connection.state == STALE or connection.revision != self.job.revision:
+            return CATALOG_STALE, "the server's tools changed before the approval; nothing was sent"
+        return None
+
+    def _void(self, code: str, message: str) -> None:
+        self.connection.log.add(
+            EVENT_APPROVAL, f"void: {self.job.remote}, args {self.arguments_digest[:12]}: {message}"
+        )
+        self._settle(VOID, self.job.failure(code, message))
+
+    def _connection_changed(self, change: dict[str, Any]) -> None:
+        if change["new"] in (STALE, CLOSED, FAILED) and self._decide():
+            self._void(*(self._void_reason() or (CATALOG_STALE, "the approval no longer holds; nothing was sent")))
+
+    def _settle(self, state: str, result: Any) -> None:
+        """The one place a call ends: its result first (a display shows it before the state says so)."""
+        self.connection.unobserve(self._connection_changed, names="state")
+        self._set("result", result)
+        self._set("state", state)
+
+    def _set(self, name: str, value: Any) -> None:
+        """Set a trait; an observer that raises is logged, never allowed to leave the call unsettled."""
+        try:
+            self.set_trait(name, value)
+        except Exception as exc:
+            self.connection.log.add(EVENT_ERROR, f"an observer of a call raised {exc.__class__.__name__}: {exc}")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.connection.name}/{self.job.remote} {self.state}: {self.job.summary}>"
+
+
+def needs_a_person(approve: bool | None, policy: str) -> bool:
+    """Whether a call waits for a person (the approval widget): no decision in code, the ``prompt`` policy."""
+    return approve is None and policy == "prompt"
+
+
+def check_approve(approve: object) -> None:
+    if approve is not None and not isinstance(approve, bool):
+        raise McpSessionError(CONFIG_INVALID, "approve must be True, False or None.")
+
+
+def decide(call: Call, *, approve: bool | None, policy: str) -> Any:
+    """Settle ``call`` as the code (``approve``) and the session's ``policy`` say, and return its result.
+    ``deny`` refuses every call, ``approve=True`` included; ``auto`` approves the rest."""
+    check_approve(approve)
+    if policy == "deny":
+        call.deny("the session's deny policy" + (", which approve=True does not override" if approve else ""))
+    elif approve is False:
+        call.deny("denied in code")
+    else:
+        call.approve("approved in code" if approve else "approved by the session's auto policy")
+        return call.wait()
+    return call.result
+
+
+# --- argument checks ------------------------------------------------------------------------------------
+
+
+def arguments_digest(arguments: Any) -> str:
+    """PurrA's identity digest of plain JSON ``arguments`` (through their canonical text when they
+    break its limits), which an approval covers."""
+    from purra.structured import json_identity_digest
+
+    try:
+        return json_identity_digest(arguments)
+    except (TypeError, ValueError):
+        return json_identity_digest({"json": json.dumps(arguments, sort_keys=True)})
 
 
 def _argument_problem(plan: CallPlan) -> str:
     """Where the arguments break the contract (see ``argument_checker``), as a sentence; ``""`` if they fit."""
-    schema = plan.session.catalog[plan.remote].input_schema
-    check = argument_checker(schema, raw=plan.raw, limits=catalog_layer.call_limits(plan.session))
+    check = argument_checker(plan.tool.input_schema, raw=plan.raw, limits=plan.connection.limits)
     found = check(plan.arguments)
     if found is None:
         return ""
@@ -296,10 +452,10 @@ def argument_checker(schema: Mapping[str, Any], *, raw: bool, limits: Any) -> Ca
     (built by purra-mcp from the listed schema, as the binding's is), the tool's own JSON Schema (its
     declared draft) for the raw path. Both are built once per distinct schema."""
     if raw:
-        return _raw_checker(catalog_layer.canonical_json(schema))
+        return _raw_checker(canonical_json(schema))
     from purra.structured import StructuredOutputError
 
-    contract = catalog_layer.remote_contract(schema, limits)
+    contract = remote_contract(schema, limits)
 
     def check(arguments: Any) -> tuple[str, str] | None:
         try:
@@ -338,8 +494,15 @@ def _raw_checker(schema_text: str) -> Callable[[Any], tuple[str, str] | None]:
     return check
 
 
-def logged(plan: CallPlan, result: Result) -> Result:
-    path = "raw" if plan.raw else "purra"
-    ms = "" if math.isclose(result.elapsed_ms, 0.0) else f" {result.elapsed_ms:.0f} ms"
-    plan.session.log.add(EVENT_CALL, f"{result.tool} ({path}){ms}: {result.error_code or 'ok'}")
-    return result
+__all__ = [
+    "Call",
+    "CallPlan",
+    "Result",
+    "argument_checker",
+    "check_approve",
+    "decide",
+    "needs_a_person",
+    "plan_call",
+    "refusal",
+    "send",
+]

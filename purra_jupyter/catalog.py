@@ -1,41 +1,31 @@
-"""A server's tool catalog with a PurrA verdict per tool, and the read bindings made from it.
+"""A server's tool catalog with a PurrA verdict per tool: pure data, listed within purra-mcp's limits.
 
 The decision "could a PurrA host bind this tool?" is purra-mcp's own code (pinned 1.0.3): its
-paged listing rules, its schema contract and ``discover_mcp_tools`` for the bindings. This module
-adds what a person needs on top: reasons with a path and a hint, a digest, a DataFrame, a diff.
+paged listing rules and its schema contract (through ``purra_adapter``). This module adds what a
+person needs on top: reasons with a path and a hint, a digest, a DataFrame, a diff.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from . import purra_adapter
+from .connection import Connection
 from .errors import McpSessionError
-from .wire import (
-    BINDING_INVALID,
-    BINDING_MISSING,
-    CATALOG_MIME,
-    CATALOG_STALE,
-    DIGEST_MISMATCH,
-    EVENT_BIND,
-    EVENT_LIST,
-    EVENT_LIST_CHANGED,
-    STALE,
-)
+from .purra_adapter import canonical_json
+from .wire import BINDING_INVALID, CATALOG_MIME, CATALOG_STALE, DIGEST_MISMATCH, EVENT_LIST, EVENT_LIST_CHANGED
 
 if TYPE_CHECKING:
     import pandas as pd
     from mcp import ClientSession, types
-    from purra_mcp import McpCatalogMonitor, McpToolBinding, McpToolCatalog, McpToolLimits
-
-    from .session import McpSession
+    from purra_mcp import McpToolLimits
 
 COMPATIBLE = "compatible"
 UNSUPPORTED = "unsupported"
@@ -257,49 +247,21 @@ def _badge(text: str, color: str) -> str:
     return f"<span style='color:{color};font-weight:bold'>{escape(text)}</span>"
 
 
-# --- purra-mcp's own rules ----------------------------------------------------------------------
-# These are purra-mcp 1.0.3 internals, pinned exactly: the same code a PurrA host runs on the same
-# listing, so a verdict here cannot drift from the host's.
+# --- purra-mcp's own rules (through purra_adapter: the same code a PurrA host runs on the same listing) ---
 
 
 def _schema_accepted(schema: Any, limits: McpToolLimits) -> bool:
     from purra_mcp import McpAdapterError
 
     try:
-        remote_contract(schema, limits)
+        purra_adapter.remote_contract(schema, limits)
     except McpAdapterError:
         return False
     return True
 
 
-def remote_contract(schema: Any, limits: McpToolLimits) -> Any:
-    """purra-mcp's contract for a listed schema (its ``McpAdapterError`` when it refuses one), built once
-    per distinct schema: building one costs more than a call, and big catalogs repeat their schemas."""
-    outcome = _contract_of(canonical_json(schema), limits)
-    if isinstance(outcome, Exception):
-        raise outcome.with_traceback(None)
-    return outcome
-
-
-def canonical_json(value: Any) -> str:
-    """One text per JSON value (sorted keys, no spaces): the key of the caches and the digest's fallback."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-@functools.lru_cache(maxsize=1024)
-def _contract_of(schema_text: str, limits: McpToolLimits) -> Any:
-    from purra_mcp import McpAdapterError, _remote_contract
-
-    try:
-        return _remote_contract(json.loads(schema_text), limits)[0]
-    except McpAdapterError as error:
-        return error
-
-
 def _json_bytes(value: Any) -> int:
-    from purra_mcp import _bytes
-
-    return _bytes(value)
+    return purra_adapter.json_bytes(value)
 
 
 def verdict_of(tool: types.Tool, limits: McpToolLimits) -> ToolVerdict:
@@ -399,18 +361,11 @@ def _root_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
 
 def _shape_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
     """Depth, node count, size as purra counts it, and numbers outside ±(2^53−1)."""
-    from purra.structured import StructuredOutputLimits, _snapshot
-
-    profile = replace(
-        StructuredOutputLimits(), schema_bytes=limits.max_schema_bytes, output_bytes=limits.max_result_bytes
-    )
     body = _body(schema)
-    try:
-        _snapshot(body, depth=profile.schema_depth, nodes=profile.schema_nodes, byte_limit=profile.schema_bytes)
-    except ValueError as error:
-        message = str(error)
-    else:
+    problem = purra_adapter.schema_shape_problem(body, limits)
+    if problem is None:
         return []
+    message, profile = problem
     if "number" in message:
         return [
             f"{path}: {value!r} is outside ±(2^53−1) or not finite — use a bound PurrA can represent, or drop it"
@@ -468,15 +423,14 @@ def _depth_and_nodes(value: Any) -> tuple[int, int]:
 
 def _null_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
     """purra refuses a null keyword value (other than const) where it walks: properties, branches, items."""
-    from purra.schema import _SCHEMA_KEYWORDS  # keywords outside it get their own reason
-
+    keywords = purra_adapter.schema_keywords()  # keywords outside it get their own reason
     found: list[str] = []
 
     def walk(node: Any, path: str) -> None:
         if not isinstance(node, dict):
             return
         for key, value in node.items():
-            if value is None and key != "const" and key in _SCHEMA_KEYWORDS:
+            if value is None and key != "const" and key in keywords:
                 found.append(f"{path}.{key}: null — drop the keyword or give it a value of its type")
         for name, child in (node.get("properties") or {}).items() if isinstance(node.get("properties"), dict) else ():
             walk(child, f"{path}.properties.{name}")
@@ -518,9 +472,6 @@ def _profile_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str
 async def list_tools(client: ClientSession, limits: McpToolLimits) -> list[types.Tool] | None:
     """Page through ``tools/list`` under purra-mcp's limits and codes; ``None`` when the server has no
     tools capability. Mirrors ``discover_mcp_tools``'s loop, which lists only what it binds."""
-    from mcp import types
-    from purra_mcp import _bytes, _fail, _request
-
     capabilities = client.get_server_capabilities()
     if capabilities is None or capabilities.tools is None:
         return None
@@ -529,29 +480,27 @@ async def list_tools(client: ClientSession, limits: McpToolLimits) -> list[types
     tools: list[types.Tool] = []
     cursor = None
     total = 0
+    fail = purra_adapter.fail
     for _ in range(limits.max_pages):
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        request = types.ClientRequest(types.ListToolsRequest(params=params))
-        result = await _request(client, request, types.ListToolsResult, limits, None)
+        result = await purra_adapter.list_page(client, cursor, limits)
         try:
-            total += _bytes(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+            total += _json_bytes(result.model_dump(mode="json", by_alias=True, exclude_none=True))
         except (ValueError, TypeError, OverflowError, RecursionError):
-            _fail("mcp_catalog_invalid")
+            fail("mcp_catalog_invalid")
         if total > limits.max_catalog_bytes or len(seen) + len(result.tools) > limits.max_tools:
-            _fail("mcp_catalog_limit_exceeded")
+            fail("mcp_catalog_limit_exceeded")
         for tool in result.tools:
             if tool.name in seen:
-                _fail("mcp_name_conflict")
+                fail("mcp_name_conflict")
             seen.add(tool.name)
             tools.append(tool)
         cursor = result.nextCursor
         if cursor is None:
             return tools
         if not cursor or len(cursor.encode("utf-8")) > 512 or cursor in cursors:
-            _fail("mcp_pagination_invalid")
+            fail("mcp_pagination_invalid")
         cursors.add(cursor)
-    _fail("mcp_catalog_limit_exceeded")
-    raise AssertionError("unreachable")  # _fail always raises
+    fail("mcp_catalog_limit_exceeded")
 
 
 def digest_of(tools: Iterable[ToolVerdict]) -> str:
@@ -570,186 +519,23 @@ def digest_of(tools: Iterable[ToolVerdict]) -> str:
     return json_identity_digest({"tools": per_tool})
 
 
-async def build_catalog(session: McpSession, client: ClientSession) -> Catalog:
+async def build_catalog(connection: Connection, client: ClientSession) -> Catalog:
     """List until the catalog holds still: a ``tools/list_changed`` during the listing lists again."""
-    monitor: McpCatalogMonitor = session.monitor
     for attempt in range(MAX_RELISTS + 1):
-        revision = monitor.revision
-        listed = await list_tools(client, session.limits)
-        if monitor.revision == revision:
+        revision = connection.revision
+        listed = await list_tools(client, connection.limits)
+        if connection.revision == revision:
             break
-        session.log.add(EVENT_LIST_CHANGED, f"tools changed while listing; listing again ({attempt + 1})")
+        connection.log.add(EVENT_LIST_CHANGED, f"tools changed while listing; listing again ({attempt + 1})")
     else:
-        raise McpSessionError(CATALOG_STALE, f"Server '{session.name}' kept changing its tools while they were listed.")
+        raise McpSessionError(
+            CATALOG_STALE, f"Server '{connection.name}' kept changing its tools while they were listed."
+        )
     note = "" if listed is not None else "The server does not advertise the tools capability: it has no tools."
-    tools = tuple(sorted((verdict_of(tool, session.limits) for tool in listed or ()), key=lambda t: t.name))
-    session.log.add(EVENT_LIST, f"{len(tools)} tools, {sum(t.callable for t in tools)} callable (revision {revision})")
-    return Catalog(session.name, session.protocol_version, tools, revision, note)
-
-
-# --- bindings -----------------------------------------------------------------------------------
-
-
-def make_binding(
-    remote: str,
-    *,
-    local_name: str | None,
-    title: str | None,
-    scope_validator: Callable[..., Any] | None,
-    concurrency_safe: bool,
-) -> McpToolBinding:
-    """A purra-mcp read binding; a sync ``scope_validator(state, arguments, signal)`` is made async."""
-    from purra.contracts import ToolPolicy
-    from purra_mcp import McpAdapterError, McpToolBinding
-
-    validator = _async_validator(scope_validator) if scope_validator is not None else None
-    try:
-        return McpToolBinding(
-            local_name or default_local_name(remote),
-            ToolPolicy(mode="read", title=title or remote, risk_level="read"),
-            validator,
-            concurrency_safe,
-        )
-    except (McpAdapterError, ValueError, TypeError):
-        raise McpSessionError(
-            BINDING_INVALID,
-            f"Cannot bind '{remote}' as {local_name or default_local_name(remote)!r}: local names are "
-            "1 to 64 letters, digits or '_' not starting with a digit, the title non-empty, and the "
-            "scope validator callable.",
-        ) from None
-
-
-def _async_validator(validator: Callable[..., Any]) -> Callable[..., Any]:
-    if not callable(validator):
-        return validator  # McpToolBinding refuses it with mcp_binding_invalid
-    if inspect.iscoroutinefunction(validator):
-        return validator
-
-    async def validate(state: Any, arguments: Any, signal: Any = None) -> Any:
-        decision = validator(state, arguments, signal)
-        return await decision if inspect.isawaitable(decision) else decision
-
-    return validate
-
-
-def call_limits(session: McpSession) -> McpToolLimits:
-    """The session's limits with purra-mcp's longest request time: each call is bounded by the kit's
-    per-call timeout instead (default: the session's ``timeout_ms``), which may be longer or shorter."""
-    return _with_longest_timeout(session.limits)
-
-
-@functools.lru_cache(maxsize=64)
-def _with_longest_timeout(limits: McpToolLimits) -> McpToolLimits:
-    return replace(limits, timeout_ms=MAX_TIMEOUT_MS)
-
-
-MAX_TIMEOUT_MS = 300_000
-
-
-async def discover(session: McpSession, client: ClientSession, bindings: Mapping[str, McpToolBinding]) -> Any:
-    """purra-mcp's ``discover_mcp_tools`` over all bindings: the snapshot and registrations a host gets."""
-    from purra_mcp import discover_mcp_tools
-
-    return await discover_mcp_tools(
-        client, session.name, dict(bindings), monitor=session.monitor, limits=call_limits(session)
-    )
-
-
-def bind(
-    session: McpSession,
-    remote: str,
-    *,
-    local_name: str | None = None,
-    title: str | None = None,
-    scope_validator: Callable[..., Any] | None = None,
-    concurrency_safe: bool = False,
-) -> dict[str, Any]:
-    """Bind ``remote`` as a read tool through purra-mcp with every current binding; returns its entry."""
-    _check_current(session)
-    current = session._bindings
-    if remote in current:
-        raise McpSessionError(
-            BINDING_INVALID, f"'{remote}' is already bound as '{current[remote].local_name}'; unbind it first."
-        )
-    binding = make_binding(
-        remote, local_name=local_name, title=title, scope_validator=scope_validator, concurrency_safe=concurrency_safe
-    )
-    try:
-        return session._request(lambda client: bind_in_loop(session, client, remote, binding), timeout=math.inf)
-    except McpSessionError as error:
-        raise explained(session, remote, error) from error
-
-
-async def bind_in_loop(session: McpSession, client: ClientSession, remote: str, binding: McpToolBinding) -> dict:
-    """Add ``binding`` through purra-mcp with every current binding (on the loop); returns its entry."""
-    bindings = {**session._bindings, remote: binding}
-    found = await discover(session, client, bindings)
-    _install(session, bindings, found)
-    session.log.add(EVENT_BIND, f"bound {remote} as read tool {binding.local_name}")
-    return next(entry for entry in found.snapshot.to_mapping()["entries"] if entry["remoteName"] == remote)
-
-
-def unbind(session: McpSession, name: str) -> None:
-    """Remove the binding with local (or remote) name ``name``."""
-    remote = next((r for r, b in session._bindings.items() if name in (b.local_name, r)), None)
-    if remote is None:
-        raise McpSessionError(BINDING_MISSING, f"No tool is bound as '{name}' on '{session.name}'.")
-    bindings = {r: b for r, b in session._bindings.items() if r != remote}
-    found = None
-    if bindings and session.state != STALE:
-        found = session._request(lambda client: discover(session, client, bindings), timeout=math.inf)
-    _install(session, bindings, found)
-    session.log.add(EVENT_BIND, f"unbound {remote} ({name})")
-
-
-def refresh(session: McpSession) -> Catalog:
-    """List again after ``tools/list_changed``; keep the bindings that still hold, drop the others."""
-    session._check_usable()
-    catalog = session._request(lambda client: build_catalog(session, client), timeout=math.inf)
-    keep = {r: b for r, b in session._bindings.items() if r in catalog and catalog[r].callable}
-    dropped = sorted(set(session._bindings) - set(keep))
-    found = session._request(lambda client: discover(session, client, keep), timeout=math.inf) if keep else None
-    session._catalog = catalog
-    _install(session, keep, found, dropped)
-    for remote in dropped:
-        why = "; ".join(catalog[remote].reasons) if remote in catalog else "the server no longer lists it"
-        session.log.add(EVENT_BIND, f"dropped the binding of {remote}: {why}")
-    session._mark_current(catalog.revision)
-    return session.catalog
-
-
-def _check_current(session: McpSession) -> None:
-    session._check_usable()
-    if session.state == STALE:
-        raise McpSessionError(
-            CATALOG_STALE,
-            f"The tools of '{session.name}' changed since they were listed. Call refresh() first "
-            f"(or %mcp_catalog {session.name} --refresh).",
-        )
-
-
-def _install(
-    session: McpSession, bindings: dict[str, McpToolBinding], found: McpToolCatalog | None, dropped: Iterable[str] = ()
-) -> None:
-    session._bindings = bindings
-    session._purra_catalog = found
-    names = {remote: binding.local_name for remote, binding in bindings.items()}
-    session._catalog = session._catalog.with_bindings(names, dropped)
-    session.bound_count = len(bindings)
-
-
-def explained(session: McpSession, remote: str, error: McpSessionError) -> McpSessionError:
-    """purra-mcp's code, with the tool's reasons (or a plain sentence) as the message."""
-    catalog = session._catalog
-    if error.code == BINDING_MISSING:
-        listed = ", ".join(tool.name for tool in catalog.tools[:12]) or "none"
-        return McpSessionError(error.code, f"'{session.name}' lists no tool '{remote}'; it lists: {listed}.")
-    if error.code == "mcp_tools_unavailable":
-        return McpSessionError(error.code, f"Cannot bind '{remote}': {catalog.note or error.message}")
-    if remote in catalog and catalog[remote].reasons:
-        reasons = "; ".join(catalog[remote].reasons)
-        return McpSessionError(error.code, f"Cannot bind '{remote}' as a PurrA read tool: {reasons}")
-    return error
+    tools = tuple(sorted((verdict_of(tool, connection.limits) for tool in listed or ()), key=lambda t: t.name))
+    callable_count = sum(t.callable for t in tools)
+    connection.log.add(EVENT_LIST, f"{len(tools)} tools, {callable_count} callable (revision {revision})")
+    return Catalog(connection.name, connection.protocol_version, tools, revision, note)
 
 
 def check_digest(catalog: Catalog, expected: str | None) -> None:
@@ -766,12 +552,10 @@ __all__ = [
     "UNSUPPORTED",
     "Catalog",
     "ToolVerdict",
-    "bind",
     "build_catalog",
     "check_digest",
     "default_local_name",
-    "refresh",
+    "digest_of",
     "schema_reasons",
-    "unbind",
     "verdict_of",
 ]

@@ -11,8 +11,8 @@ import ipaddress
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -22,6 +22,7 @@ from .errors import McpSessionError
 from .wire import CONFIG_INVALID, HTTP, STDIO
 
 REDACTED = "***"
+MIN_SCRUBBED_CHARS = 4  # shorter values ("1", "on") are not searched for in text: that would shred it
 MAX_TIMEOUT_SECONDS = 300.0  # purra-mcp's McpToolLimits.timeout_ms maximum
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # purra-mcp's server id rule: the name is the server id
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
@@ -138,6 +139,17 @@ class ServerConfig:
         """``"stdio"`` or ``"http"`` (Streamable HTTP)."""
         return STDIO if self.command is not None else HTTP
 
+    def with_timeout(self, timeout: float) -> ServerConfig:
+        """The same server with another ``timeout`` (seconds), validated again."""
+        return replace(self, timeout=timeout)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every header and env value, and the credential after a header's scheme word (``Bearer <token>``)."""
+        values = [*(self.env or {}).values(), *(self.headers or {}).values()]
+        values += [value.split(" ", 1)[1] for value in (self.headers or {}).values() if " " in value.strip()]
+        return tuple(value.strip() for value in values if value.strip())
+
     @property
     def target(self) -> str:
         """What the server is, safe to show: the command line or the redacted URL."""
@@ -161,6 +173,19 @@ class ServerConfig:
         return f"ServerConfig({', '.join(parts)})"
 
     __str__ = __repr__
+
+
+class Scrubber:
+    """Replaces each secret value in a text by ``***``, longest first, so no part of one is left showing.
+
+    Values of fewer than ``MIN_SCRUBBED_CHARS`` characters are not searched for."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        values = sorted({value for value in secrets if len(value) >= MIN_SCRUBBED_CHARS}, key=len, reverse=True)
+        self._pattern = re.compile("|".join(map(re.escape, values))) if values else None
+
+    def __call__(self, text: str) -> str:
+        return self._pattern.sub(REDACTED, text) if self._pattern is not None else text
 
 
 def _check_name(name: object) -> None:
@@ -203,11 +228,12 @@ _ENTRY_FIELDS = {"command", "args", "env", "cwd", "url", "headers", "timeout"}
 _HTTP_TYPES = {"http", "streamable-http", "streamableHttp"}
 
 
-def load_servers(path: str | Path) -> dict[str, ServerConfig]:
+def load_servers(path: str | Path, *, default_timeout: float = 30.0) -> dict[str, ServerConfig]:
     """Read ``{"mcpServers": {...}}`` (Claude Desktop, Cursor) or VS Code's ``{"servers": {...}}``.
 
     Keys this kit does not use (``disabled``, ``autoApprove`` ...) are ignored; a ``type`` other than
-    stdio or Streamable HTTP is refused, since the kit speaks only those.
+    stdio or Streamable HTTP is refused, since the kit speaks only those. An entry without a
+    ``timeout`` gets ``default_timeout`` (seconds).
     """
     path = Path(path)
     try:
@@ -225,10 +251,10 @@ def load_servers(path: str | Path) -> dict[str, ServerConfig]:
     key = "mcpServers" if "mcpServers" in document else "servers" if "servers" in document else None
     if key is None or not isinstance(document[key], dict):
         raise _invalid(f'{path} must hold an object "mcpServers" (or VS Code\'s "servers") mapping names to servers.')
-    return {name: _entry_config(path, key, name, entry) for name, entry in document[key].items()}
+    return {name: _entry_config(path, key, name, entry, default_timeout) for name, entry in document[key].items()}
 
 
-def _entry_config(path: Path, key: str, name: str, entry: Any) -> ServerConfig:
+def _entry_config(path: Path, key: str, name: str, entry: Any, default_timeout: float) -> ServerConfig:
     where = f"{path}: {key}.{name}"
     if not isinstance(entry, dict):
         raise _invalid(f"{where} must be an object.")
@@ -239,7 +265,8 @@ def _entry_config(path: Path, key: str, name: str, entry: Any) -> ServerConfig:
         raise _invalid(
             f"{where}: type {kind!r} does not match the entry ({'command' if 'command' in entry else 'url'})."
         )
-    fields = {field_name: entry[field_name] for field_name in _ENTRY_FIELDS if field_name in entry}
+    fields = {"timeout": default_timeout}
+    fields.update({field_name: entry[field_name] for field_name in _ENTRY_FIELDS if field_name in entry})
     try:
         return ServerConfig(name, **fields)
     except McpSessionError as exc:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 RAW_LABEL = "raw MCP result, outside the PurrA contract"
+SERVER_WORDS = "the server's own words"
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _PREVIEW_ROWS = 50
 
@@ -136,7 +137,10 @@ class Envelope:
 
 @dataclass(frozen=True, slots=True)
 class RawResult:
-    """A raw ``tools/call`` result, every content block kept: for exploring tools outside the profile."""
+    """A raw ``tools/call`` result, every content block kept: for exploring tools outside the profile.
+
+    ``server_text`` is the server's own words when it answered with a JSON-RPC error (code and message,
+    bounded); ``message`` is the kit's note."""
 
     server: str
     tool: str
@@ -146,6 +150,7 @@ class RawResult:
     error_code: str | None = None
     elapsed_ms: float = 0.0
     message: str = ""
+    server_text: str = ""
 
     @property
     def ok(self) -> bool:
@@ -162,6 +167,8 @@ class RawResult:
             f"RawResult {self.server}/{self.tool}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms) — {RAW_LABEL}"
         )
         lines = [head, *(f"  {line}" for line in [self.message] if line)]
+        if self.server_text:
+            lines.append(f"  {SERVER_WORDS}: {self.server_text}")
         for block in self.content:
             lines.append(f"  {block.get('type')}: {_block_text(block)[:500]}")
         if self.structured_content is not None:
@@ -169,10 +176,12 @@ class RawResult:
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        body = [_block_html(block) for block in self.content]
+        body = [f"<div><small>{escape(SERVER_WORDS)}</small>{_pre(self.server_text)}</div>"] if self.server_text else []
+        body += [_block_html(block) for block in self.content]
         if self.structured_content is not None:
             body.append(_pre(_json_text(self.structured_content)))
-        return _bundle(self, RAW_RESULT_MIME, RAW_LABEL, "purra-raw-result", body, {"result": self.to_dict()})
+        payload = {"result": self.to_dict(), "serverText": self.server_text}
+        return _bundle(self, RAW_RESULT_MIME, RAW_LABEL, "purra-raw-result", body, payload)
 
 
 def _bundle(

@@ -1,10 +1,12 @@
 """The one exception class of purra-jupyter.
 
     Exception
-    └── McpSessionError   connection, configuration, approval and discovery problems
+    ├── McpSessionError   connection, configuration, approval and discovery problems
+    └── HostCodeError     the host's own code (a scope validator) failed inside a call; never reaches a user:
+                          the call settles with ``mcp_host_error`` and this message
 
 Tool failures never raise: they come back as results with an ``error_code``. purra-mcp's
-``McpAdapterError`` is translated into ``McpSessionError`` with the same code at the session seam.
+``McpAdapterError`` is translated into ``McpSessionError`` with the same code at the connection seam.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ class McpSessionError(Exception):
     def _render_traceback_(self) -> list[str]:
         # IPython shows this instead of a traceback: a user error is one line.
         return [f"McpSessionError: {self}"]
+
+
+class HostCodeError(Exception):
+    """Raised inside a call when code the host supplied (a scope validator) raises; says which and how."""
 
 
 def without_groups(error: BaseException) -> BaseException:

@@ -1,50 +1,44 @@
 """Batch evaluation: one tool over many inputs, read back as a table.
 
 Every row is planned and checked first (rows whose arguments do not fit are refused and never
-sent); one approval then covers the rows left. They run on the loop, at most ``concurrency`` at once
-(more than one only for a binding declared concurrency-safe), while the waiting side shows progress.
-A kernel interrupt stops the batch: finished rows keep their results, the others get
-``mcp_interrupted``. Tool failures are rows, never exceptions.
+sent); one decision then covers the rows left, and each is sent through the call lifecycle
+(``calls.send``), at most ``concurrency`` at once (more than one only for a binding declared
+concurrency-safe), while the waiting side shows progress. A kernel interrupt stops the batch:
+finished rows keep their results, rows in flight are cancelled on the server, the others are not
+sent. Tool failures are rows, never exceptions.
 """
 
 from __future__ import annotations
 
-import functools
 import queue
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from concurrent import futures
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from html import escape
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from traitlets import HasTraits, Int
 
-from . import calls, runner
+from . import calls
+from .bindings import Bindings
 from .calls import CallPlan, Result
+from .connection import CancelToken, Connection
 from .envelope import RawResult
 from .errors import McpSessionError
-from .wire import (
-    CATALOG_STALE,
-    CONFIG_INVALID,
-    EVENT_APPROVAL,
-    INTERRUPTED,
-    NOT_CONCURRENCY_SAFE,
-    STALE,
-    TRANSPORT_ERROR,
-)
+from .wire import CATALOG_STALE, CONFIG_INVALID, EVENT_APPROVAL, HOST_ERROR, INTERRUPTED, NOT_CONCURRENCY_SAFE, STALE
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from .approval import PendingCall
-    from .session import McpSession
 
 RESULT_COLUMNS = ("ok", "error_code", "text", "structured", "elapsed_ms", "message")
 _DTYPES = {"ok": bool, "elapsed_ms": float, "passed": bool}
 MAX_CONCURRENCY = 64
 PREVIEW_ROWS = 5
+STOP_SECONDS = 10.0  # after an interrupt, how long the kernel waits for the rows in flight to end
 Check = Callable[[Result], object]
 
 
@@ -93,17 +87,19 @@ class EvaluationSummary:
         }
 
 
-class Batch:
-    """The rows of one evaluation: their plans, and their results as they settle (from any thread).
+class Batch(HasTraits):
+    """The rows of one evaluation: their plans, and their results as they settle.
 
-    It offers the approval face of a ``CallPlan`` (see ``approval.PendingCall``), so one widget and
-    one decision cover every row it will send."""
+    It offers the face of a ``CallPlan`` that ``calls.Call`` decides on, so one decision (and one approval
+    widget) covers every row it will send; each row is sent by ``calls.send`` like any other call."""
 
+    finished = Int(0, help="rows settled so far (refused rows count from the start)")
     question = "Approve this batch of MCP calls?"
 
     def __init__(
         self,
-        session: McpSession,
+        connection: Connection,
+        bindings: Bindings,
         tool: str,
         rows: Any,
         *,
@@ -112,27 +108,29 @@ class Batch:
         concurrency: int,
         check: Check | None,
     ) -> None:
+        super().__init__()
         self.frame, arguments = input_rows(rows)
-        self.session = session
+        self.connection = connection
         self.raw = raw
         self.concurrency = concurrency
         self.check = check
-        self.revision = session.monitor.revision
-        probe = calls.plan_call(session, tool, {}, raw=raw, timeout=timeout)  # the tool and timeout, checked once
+        self.revision = connection.revision
+        probe = calls.plan_call(connection, bindings, tool, {}, raw=raw, timeout=timeout)  # tool and timeout, once
         self.remote = probe.remote
         self.local = probe.local
+        self.tool = probe.tool
         self.declaration = probe.declaration
         if concurrency > 1:
-            _check_concurrency_safe(session, self.remote, concurrency)
+            _check_concurrency_safe(bindings, self.remote, concurrency)
         self.plans, self.results = _plan_rows(probe, arguments)
         self.to_send = self.waiting  # what an approval covers
+        self.progress_total = len(self.results)
+        self.finished = len(self.results) - len(self.to_send)
         self._ran: set[int] = set()
-        self._lock = threading.Lock()
-        self._stopped = False
         self._settled: queue.Queue[int | None] = queue.Queue()
         self._started = time.perf_counter()
 
-    # --- the approval face -----------------------------------------------------------------
+    # --- the face a decision needs ---------------------------------------------------------------
 
     @property
     def waiting(self) -> list[int]:
@@ -160,115 +158,76 @@ class Batch:
     def digest(self) -> str:
         return calls.arguments_digest([self.plans[row].arguments for row in self.to_send])
 
-    def start(self, how: str, done: Callable[[pd.DataFrame], None]) -> None:
-        """Run on the loop without blocking the kernel; a thread waits, drives ``progress`` and calls ``done``."""
-        future = self._submit(how)
-        bar = self.progress_bar
-        threading.Thread(
-            target=lambda: done(self._collect(future, _WidgetProgress(bar))), name="purra-jupyter-batch", daemon=True
-        ).start()
+    def approved(self, how: str) -> None:
+        declaration = f"; declares: {self.declaration}" if self.declaration else ""
+        self._log(f"{how}: {len(self.to_send)} rows, args {self.digest()[:12]}{declaration}")
 
-    def refuse(self, how: str) -> pd.DataFrame:
+    def refused(self, how: str) -> pd.DataFrame:
         self._log(f"denied ({how})")
         for row in self.waiting:
-            self.results[row] = calls.denied(self.plans[row], how)
+            self._settle(row, self.plans[row].refused(how))
         return self.to_frame()
 
-    def voided(self, code: str, message: str) -> pd.DataFrame:
+    def failure(self, code: str, message: str) -> pd.DataFrame:
         for row in self.waiting:
-            self.results[row] = calls.logged(self.plans[row], self.plans[row].fail(code, message))
+            self._settle(row, self.plans[row].failure(code, message))
         return self.to_frame()
 
     def shown(self, result: pd.DataFrame) -> tuple[Any, ...]:
         return result.attrs["summary"], result
 
-    # --- running ---------------------------------------------------------------------------
+    # --- running (on the loop) and waiting (in the kernel's thread) -----------------------------
 
-    def run(self, how: str) -> pd.DataFrame:
-        """Run and wait in this thread (the kernel's): a progress bar, and an interrupt stops the batch."""
-        from tqdm.auto import tqdm
-
-        future = self._submit(how)
-        with tqdm(
-            total=len(self.results), desc=self.local, unit="call", initial=len(self.results) - len(self.waiting)
-        ) as bar:
-            return self._collect(future, bar)
-
-    def _submit(self, how: str) -> Any:
-        waiting = self.to_send
-        self._log(
-            f"{how}: {len(waiting)} rows, args {self.digest()[:12]}"
-            + (f"; declares: {self.declaration}" if self.declaration else "")
-        )
+    async def run(self, cancel: CancelToken) -> pd.DataFrame:
+        """Every row on the loop, at most ``concurrency`` at once; ``cancel`` stops the batch: rows in flight
+        are cancelled on the server, the others are not sent."""
         self._started = time.perf_counter()
-        return runner.submit(self._run_rows, waiting)
-
-    async def _run_rows(self, rows: list[int]) -> None:
         limiter = anyio.CapacityLimiter(self.concurrency)
         try:
             async with anyio.create_task_group() as group:
-                for row in rows:
-                    group.start_soon(self._run_row, row, limiter)
+                for row in self.to_send:
+                    group.start_soon(self._run_row, row, limiter, cancel)
         finally:
             self._settled.put(None)  # also when cancelled: the waiting side must wake
+        return self.to_frame()
 
-    async def _run_row(self, row: int, limiter: anyio.CapacityLimiter) -> None:
+    async def _run_row(self, row: int, limiter: anyio.CapacityLimiter, cancel: CancelToken) -> None:
         plan = self.plans[row]
         async with limiter:
-            session = self.session
-            if session.state == STALE or session.monitor.revision != self.revision:
-                result = plan.fail(CATALOG_STALE, "the tools changed during the batch; this row was not sent")
+            connection = self.connection
+            if cancel.code is not None:
+                result = plan.failure(cancel.code, f"{cancel.reason}; it was not sent")
+            elif connection.state == STALE or connection.revision != self.revision:
+                result = plan.failure(CATALOG_STALE, "the tools changed during the batch; this row was not sent")
             else:
                 self._ran.add(row)
-                started = time.perf_counter()
-                try:
-                    result = await session._bounded(lambda client: calls.execute(plan, client), plan.timeout)
-                except Exception as exc:
-                    error = session.translate_error(exc)
-                    code = error.code if isinstance(error, McpSessionError) else TRANSPORT_ERROR
-                    result = plan.fail(code, str(getattr(error, "message", error)), _ms_since(started))
+                result = await calls.send(plan, cancel)
         self._settle(row, result)
 
     def _settle(self, row: int, result: Result) -> None:
-        with self._lock:
-            if self._stopped:
-                return
-            self.results[row] = calls.logged(self.plans[row], result)
+        """The one place a row ends."""
+        self.results[row] = result
         self._settled.put(row)
+        self.finished += 1
 
-    def _collect(self, future: Any, progress: Any) -> pd.DataFrame:
-        """Wait for every row (updating ``progress``); on an interrupt, stop and mark the rest."""
-        try:
-            while self._settled.get() is not None:
-                progress.update(1)
-        except KeyboardInterrupt:
-            future.cancel()
-            self._stop()
-        frame = self.to_frame()
-        progress.set_postfix_str(", ".join(f"{k} {v}" for k, v in frame.attrs["summary"].counts.items()))
-        return frame
+    def wait(self, future: Future[Any], cancel: CancelToken) -> None:
+        """Wait in the kernel's thread with a progress bar; an interrupt stops the batch (finished rows keep
+        their results) and the wait ends once every row has settled."""
+        from tqdm.auto import tqdm
 
-    def _stop(self) -> None:
-        """An interrupt: rows still running are abandoned (their results discarded), the rest never sent."""
-        with self._lock:
-            self._stopped = True
-            left = self.waiting
-            for row in left:
-                what = "its result is discarded" if row in self._ran else "it was not sent"
-                plan = self.plans[row]
-                self.results[row] = calls.logged(plan, plan.fail(INTERRUPTED, f"the batch was interrupted; {what}"))
-        self._log(f"interrupted: {len(left)} rows left without a result")
+        with tqdm(total=len(self.results), desc=self.local, unit="call", initial=self.finished) as bar:
+            try:
+                while self._settled.get() is not None:
+                    bar.update(1)
+                future.result()  # the decision settles once the batch task returns
+            except KeyboardInterrupt:
+                cancel.cancel(INTERRUPTED, "the batch was interrupted")
+                self._log(f"interrupted: {len(self.waiting)} rows left without a result")
+                futures.wait([future], timeout=STOP_SECONDS)
+            bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in self.to_frame().attrs["summary"].counts.items()))
 
     def _log(self, detail: str) -> None:
-        self.session.log.add(EVENT_APPROVAL, f"evaluate {self.remote}: {detail}")
-
-    @functools.cached_property
-    def progress_bar(self) -> Any:
-        """The progress bar of the approval widget (made only when a widget shows the batch)."""
-        import ipywidgets as widgets
-
-        total = len(self.results)
-        return widgets.IntProgress(value=total - len(self.to_send), min=0, max=max(total, 1))
+        self.connection.log.add(EVENT_APPROVAL, f"evaluate {self.remote}: {detail}")
 
     # --- the table -------------------------------------------------------------------------
 
@@ -301,7 +260,7 @@ class Batch:
         )
         passed = columns.get("passed")
         return EvaluationSummary(
-            server=self.session.name,
+            server=self.connection.name,
             tool=self.local,
             rows=len(results),
             counts=dict(Counter(result.error_code or "ok" for result in results)),
@@ -314,40 +273,25 @@ class Batch:
         )
 
 
-def evaluate(
-    session: McpSession,
+def prepare(
+    connection: Connection,
+    bindings: Bindings,
     tool: str,
     rows: Any,
     *,
-    approve: bool | None = None,
     concurrency: int = 1,
     timeout: float | None = None,
     check: Check | None = None,
     raw: bool = False,
-) -> pd.DataFrame | PendingCall:
-    """Call ``tool`` once per row; see ``McpSession.evaluate``."""
-    if approve is not None and not isinstance(approve, bool):
-        raise McpSessionError(CONFIG_INVALID, "approve must be True, False or None.")
+) -> Batch:
+    """The batch for ``tool`` over ``rows``, checked and planned, nothing sent; see ``McpSession.evaluate``."""
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
         raise McpSessionError(CONFIG_INVALID, f"concurrency must be an integer from 1 to {MAX_CONCURRENCY}.")
     if check is not None and not callable(check):
         raise McpSessionError(
             CONFIG_INVALID, "check must be a callable taking a result and returning bool or a message."
         )
-    batch = Batch(session, tool, rows, raw=raw, timeout=timeout, concurrency=concurrency, check=check)
-    if not batch.waiting:
-        return batch.to_frame()
-    if approve is True:
-        return batch.run("approved in code")
-    if approve is False:
-        return batch.refuse("denied in code")
-    if session.approval == "deny":
-        return batch.refuse("the session's deny policy")
-    if session.approval == "auto":
-        return batch.run("approved by the session's auto policy")
-    from .approval import PendingCall
-
-    return PendingCall(batch, (batch.progress_bar,))
+    return Batch(connection, bindings, tool, rows, raw=raw, timeout=timeout, concurrency=concurrency, check=check)
 
 
 def input_rows(rows: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -378,18 +322,20 @@ def _plan_rows(probe: CallPlan, rows: list[dict[str, Any]]) -> tuple[list[CallPl
     results: list[Result | None] = []
     for arguments in rows:
         try:
-            plan = calls.plan_call(probe.session, probe.remote, arguments, raw=probe.raw, timeout=probe.timeout)
+            plan = calls.plan_call(
+                probe.connection, probe.bindings, probe.remote, arguments, raw=probe.raw, timeout=probe.timeout
+            )
         except McpSessionError as error:  # arguments that are not plain JSON
             plans.append(probe)
-            results.append(calls.logged(probe, probe.fail(error.code, f"{error.message} Nothing was sent.")))
+            results.append(probe.failure(error.code, f"{error.message} Nothing was sent."))
             continue
         plans.append(plan)
         results.append(calls.refusal(plan))
     return plans, results
 
 
-def _check_concurrency_safe(session: McpSession, remote: str, concurrency: int) -> None:
-    binding = session._bindings.get(remote)
+def _check_concurrency_safe(bindings: Bindings, remote: str, concurrency: int) -> None:
+    binding = bindings.binding(remote)
     if binding is None or not binding.concurrency_safe:
         raise McpSessionError(
             NOT_CONCURRENCY_SAFE,
@@ -412,7 +358,7 @@ def _checked(check: Check, result: Result) -> tuple[bool, str]:
     try:
         verdict = check(result)
     except Exception as error:  # the check is the user's code: its failure is this row's verdict
-        return False, f"check raised {error.__class__.__name__}: {error}"
+        return False, f"{HOST_ERROR}: the check raised {error.__class__.__name__}: {error}"
     if isinstance(verdict, bool):
         return verdict, "" if verdict else "check returned False"
     if isinstance(verdict, str):
@@ -422,18 +368,3 @@ def _checked(check: Check, result: Result) -> tuple[bool, str]:
 
 def _ms_since(started: float) -> float:
     return (time.perf_counter() - started) * 1000
-
-
-class _WidgetProgress:
-    """The ``tqdm`` calls ``_collect`` makes, on an ipywidgets bar (safe from any thread)."""
-
-    def __init__(self, bar: Any) -> None:
-        self.bar = bar
-
-    def update(self, n: int) -> None:
-        self.bar.value += n
-
-    def set_postfix_str(self, text: str) -> None:
-        self.bar.description = ""
-        self.bar.bar_style = "success"
-        self.bar.tooltip = text

@@ -80,12 +80,17 @@ class MagicHelp:
         return self.text
 
 
-def parse(magic: Any, line: str) -> Any:
-    """The magic's parsed options, or its ``MagicHelp`` when the line asks for ``--help``."""
+def _words(line: str) -> list[str]:
     try:
-        words = shlex.split(line)
+        return shlex.split(line)
     except ValueError as error:
         raise UsageError(f"{CONFIG_INVALID}: {error} in the magic's line.") from None
+
+
+def parse(magic: Any, line: str | list[str]) -> Any:
+    """The magic's parsed options (from its line, or its words), or its ``MagicHelp`` when they ask for
+    ``--help``."""
+    words = _words(line) if isinstance(line, str) else line
     options = words[: words.index("--")] if "--" in words else words
     if "-h" in options or "--help" in options:
         return MagicHelp(inspect.cleandoc(magic.__doc__ or ""))  # magic_arguments put the options in it
@@ -108,6 +113,7 @@ class McpMagics(Magics, Configurable):
 
     # --- sessions ----------------------------------------------------------------------------
 
+    @no_var_expand
     @line_magic
     @magic_arguments()
     @argument("name", help="the session's name (also its PurrA server id)")
@@ -133,12 +139,13 @@ class McpMagics(Magics, Configurable):
             %mcp_connect demo -- {sys.executable} -m purra_jupyter.demo
             %mcp_connect time --approval auto -- mcp-server-time
 
-        ``{expression}`` and ``$name`` are expanded from the notebook's variables, as in other magics.
+        ``{expression}`` and ``$name`` are expanded from the notebook's variables, as in other magics, one
+        word at a time: a value with spaces (a Python path) stays one argument.
         """
-        args = parse(self.mcp_connect, line)
+        words = [self.shell.var_expand(word, depth=2) for word in _words(line)]
+        args = parse(self.mcp_connect, words)
         if isinstance(args, MagicHelp):
             return args
-        words = shlex.split(line)
         command = words[words.index("--") + 1 :] if "--" in words else []
         with _one_line_errors():
             config = self._config(args, command)
@@ -156,11 +163,7 @@ class McpMagics(Magics, Configurable):
         if args.config:
             if command or args.url:
                 raise McpSessionError(CONFIG_INVALID, "--config takes the server from the file; give no command.")
-            servers = load_servers(args.config)
-            if args.name not in servers:
-                listed = ", ".join(servers) or "none"
-                raise McpSessionError(CONFIG_INVALID, f"{args.config} has no server '{args.name}'; it has: {listed}.")
-            return servers[args.name]
+            return self._config_from_file(args)
         if args.url:
             if command:
                 raise McpSessionError(CONFIG_INVALID, "Give either --url or a command after --, not both.")
@@ -185,6 +188,16 @@ class McpMagics(Magics, Configurable):
             headers=_pairs(args.header, "--header"),
             timeout=timeout,
         )
+
+    def _config_from_file(self, args: Any) -> ServerConfig:
+        """The file's entry; its timeout is ``--timeout`` if given, else the entry's own, else
+        ``McpMagics.timeout``."""
+        servers = load_servers(args.config, default_timeout=self.timeout)
+        if args.name not in servers:
+            listed = ", ".join(servers) or "none"
+            raise McpSessionError(CONFIG_INVALID, f"{args.config} has no server '{args.name}'; it has: {listed}.")
+        config = servers[args.name]
+        return config if args.timeout is None else config.with_timeout(args.timeout)
 
     @line_magic
     @magic_arguments()
@@ -220,7 +233,7 @@ class McpMagics(Magics, Configurable):
                 "target": session.config.target,
                 "state": session.state,
                 "protocol": session.protocol_version,
-                "server": session._server_label(),
+                "server": session.connection.server_label,
                 "tools": len(session.catalog),
                 "callable": sum(tool.callable for tool in session.catalog.tools),
                 "bound": session.bound_count,

@@ -11,7 +11,7 @@ import asyncio
 import atexit
 import contextlib
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Generic, TypeVar
@@ -28,19 +28,43 @@ _lock = threading.Lock()
 _portal: BlockingPortal | None = None
 _portal_cm: AbstractContextManager[BlockingPortal] | None = None
 _loop: asyncio.AbstractEventLoop | None = None
+_loop_thread: threading.Thread | None = None
 _before_stop: list[Callable[[], None]] = []
 
 
 def portal() -> BlockingPortal:
     """The process's portal, started on first use and stopped at interpreter exit."""
-    global _portal, _portal_cm, _loop
+    global _portal, _portal_cm, _loop, _loop_thread
     with _lock:
         if _portal is None:
             _portal_cm = start_blocking_portal(name="purra-jupyter-loop")
             _portal = _portal_cm.__enter__()
-            _loop = _portal.call(asyncio.get_running_loop)
+            _loop, _loop_thread = _portal.call(lambda: (asyncio.get_running_loop(), threading.current_thread()))
             atexit.register(stop)
         return _portal
+
+
+def on_loop_thread() -> bool:
+    """Whether this code runs on the loop's own thread (a server notification, an observer it triggered)."""
+    return _loop_thread is not None and threading.current_thread() is _loop_thread
+
+
+def call_soon(func: Callable[..., object], *args: Any) -> None:
+    """Run ``func(*args)`` on the loop: at once when already there, else as soon as the loop gets to it."""
+    if on_loop_thread():
+        func(*args)
+        return
+    portal()
+    assert _loop is not None
+    _loop.call_soon_threadsafe(func, *args)
+
+
+def on_loop(func: Callable[..., T], *args: Any) -> T:
+    """Run ``func(*args)`` on the loop thread and return its result (at once when already there): how state
+    that the loop owns is changed from another thread."""
+    if on_loop_thread():
+        return func(*args)
+    return portal().call(func, *args)
 
 
 def on_stop(callback: Callable[[], None]) -> None:
@@ -50,7 +74,7 @@ def on_stop(callback: Callable[[], None]) -> None:
 
 def stop() -> None:
     """Close what registered itself, then cancel what is left and end the loop thread."""
-    global _portal, _portal_cm, _loop
+    global _portal, _portal_cm, _loop, _loop_thread
     for callback in _before_stop:
         try:
             callback()
@@ -58,7 +82,7 @@ def stop() -> None:
             pass
     with _lock:
         running, cm = _portal, _portal_cm
-        _portal = _portal_cm = _loop = None
+        _portal = _portal_cm = _loop = _loop_thread = None
     if running is None or cm is None:
         return
     try:
@@ -78,13 +102,13 @@ def submit(func: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> Future[T]
     return asyncio.run_coroutine_threadsafe(func(*args), _loop)
 
 
-def wait(future: Future[T], *, cancel: Future[Any] | None = None) -> T:
-    """Wait for ``future``; a KeyboardInterrupt cancels ``cancel`` (default: ``future``) and raises
-    ``mcp_interrupted``. A group of exceptions is unwrapped so a person sees the one that matters."""
+def wait(future: Future[T], *, on_interrupt: Callable[[], None] | None = None) -> T:
+    """Wait for ``future``; a KeyboardInterrupt calls ``on_interrupt`` (default: cancel the future) and
+    raises ``mcp_interrupted``. A group of exceptions is unwrapped so a person sees the one that matters."""
     try:
         return future.result()
     except KeyboardInterrupt:
-        (cancel or future).cancel()
+        (on_interrupt or future.cancel)()
         raise McpSessionError(INTERRUPTED, "Interrupted; the request was abandoned and its result discarded.") from None
     except BaseExceptionGroup as group:
         error = leaf_exception(group)
@@ -108,61 +132,74 @@ class HostedContext(Generic[T]):
     """An async context manager entered and exited by one task on the loop.
 
     anyio cancel scopes must be exited by the task that entered them, so a transport opened in
-    one cell is owned by a task that waits until ``close()`` (from any later cell) lets it leave.
-    ``on_lost`` is called with the error when the context ends without ``close()``.
+    one cell is owned by a task that waits until ``close()`` (from any later cell, or from the loop
+    thread itself) lets it leave. Once an opened context is left, however that happens, the task
+    awaits ``on_end(error)`` (``None`` when it ended without an error), shielded from cancellation.
     """
 
     def __init__(
         self,
-        make: Callable[[], AbstractAsyncContextManager[T]],
-        on_lost: Callable[[BaseException | None], None],
+        make: Callable[..., AbstractAsyncContextManager[T]],
+        on_end: Callable[[BaseException | None], Awaitable[None]],
     ) -> None:
         self._make = make
-        self._on_lost = on_lost
+        self._on_end = on_end
         self._entered: Future[T] = Future()
         self._task: Future[None] | None = None
         self._stop: anyio.Event | None = None
-        self._closing = False
 
-    def open(self) -> T:
-        self._task = submit(self._own)
-        self._task.add_done_callback(self._finished)
+    @property
+    def running(self) -> bool:
+        """Whether the owner task is still there (opening, open or leaving)."""
+        return self._task is not None and not self._task.done()
+
+    def open(self, *args: Any) -> T:
+        """Enter ``make(*args)`` in the owner task and wait for it; an interrupt cancels the opening."""
+        self._task = submit(self._own, *args)
         try:
-            return wait(self._entered, cancel=self._task)
+            return wait(self._entered, on_interrupt=self._task.cancel)
         except BaseException:
-            self._closing = True
             self._task.cancel()
             raise
 
     def close(self) -> None:
-        """Let the owner task leave the context (graceful transport shutdown) and wait for it."""
-        self._closing = True
+        """Let the owner task leave the context (graceful transport shutdown). From the loop thread this only
+        starts it (the loop cannot wait for itself); from any other thread it waits until the task ended."""
         task = self._task
         if task is None or task.done():
             return
-        if self._stop is not None:
-            try:
-                portal().call(self._stop.set)
-            except RuntimeError:  # loop already stopped
-                return
+        try:
+            call_soon(self._leave)
+        except RuntimeError:  # loop already stopped
+            return
+        if on_loop_thread():
+            return
         # A transport that fails while closing, or a close cut short by an interrupt (which cancels the
         # task and so kills a stdio child), is closed all the same.
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(BaseException):
             wait(task)
 
-    async def _own(self) -> None:
+    def _leave(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        elif self._task is not None:
+            self._task.cancel()
+
+    async def _own(self, *args: Any) -> None:
         self._stop = anyio.Event()
+        error: BaseException | None = None
         try:
-            async with self._make() as value:
+            async with self._make(*args) as value:
                 self._entered.set_result(value)
                 await self._stop.wait()
         except BaseException as exc:
             if not self._entered.done():
                 self._entered.set_exception(exc)
+                raise
+            error = exc
             raise
-
-    def _finished(self, task: Future[None]) -> None:
-        if self._closing or not self._entered.done() or self._entered.exception() is not None:
-            return
-        error = None if task.cancelled() else task.exception()
-        self._on_lost(leaf_exception(error) if error is not None else None)
+        finally:
+            if self._entered.done() and self._entered.exception() is None:
+                cancelled = isinstance(error, asyncio.CancelledError)
+                with anyio.CancelScope(shield=True):
+                    await self._on_end(None if error is None or cancelled else leaf_exception(error))

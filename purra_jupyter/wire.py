@@ -18,6 +18,8 @@ DIGEST_MISMATCH = "mcp_digest_mismatch"
 APPROVAL_DENIED = "mcp_approval_denied"
 NOT_TABULAR = "mcp_result_not_tabular"
 NOT_CONCURRENCY_SAFE = "mcp_evaluate_not_concurrency_safe"
+HOST_ERROR = "mcp_host_error"  # the host's own code failed (a scope validator, a check), not the server
+PURRA_INCOMPATIBLE = "mcp_purra_incompatible"  # the installed purra / purra-mcp is not the pinned one
 
 # Error codes shared with purra-mcp.
 BINDING_INVALID = "mcp_binding_invalid"
@@ -61,6 +63,8 @@ EVENT_APPROVAL = "approval"
 EVENT_CALL = "call"
 EVENT_STDERR = "stderr"
 EVENT_ERROR = "error"
+EVENT_CANCEL = "cancel"  # a request the kit stopped waiting for, and the late answers it discards
+EVENT_SDK = "sdk"  # a record of the MCP SDK's own logging, with its level
 EVENT_CLOSE = "close"
 
 # Transports.

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
@@ -163,10 +163,23 @@ class DemoHttpServer:
     process: subprocess.Popen[str]
     url: str
     stderr_lines: queue.Queue[str | None]
+    seen: list[str] = field(default_factory=list)
+
+    def stderr_so_far(self) -> str:
+        """Everything it has written to stderr up to now."""
+        while True:
+            try:
+                line = self.stderr_lines.get_nowait()
+            except queue.Empty:
+                break
+            if line is None:
+                self.stderr_lines.put(None)  # it ended: keep saying so
+                break
+            self.seen.append(line)
+        return "".join(self.seen)
 
     def stderr_rest(self, timeout: float = 20.0) -> str:
         """Everything it writes to stderr until it exits (within ``timeout`` seconds per line)."""
-        lines = []
         while True:
             try:
                 line = self.stderr_lines.get(timeout=timeout)
@@ -174,8 +187,8 @@ class DemoHttpServer:
                 break
             if line is None:
                 break
-            lines.append(line)
-        return "".join(lines)
+            self.seen.append(line)
+        return "".join(self.seen)
 
 
 def stop_tree(process: subprocess.Popen[bytes], *, timeout: float) -> None:

@@ -8,7 +8,7 @@ import pytest
 from conftest import demo_config, wait_until
 
 import purra_jupyter as pj
-from purra_jupyter.approval import HINTS_LABEL, PendingCall
+from purra_jupyter.ui.approval import HINTS_LABEL, PendingCall
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def demo() -> Iterator[pj.McpSession]:
 
 def counts(session: pj.McpSession) -> dict[str, int]:
     """The demo server's own count of the tools/call requests it received."""
-    return session._request(lambda client: client.call_tool("call_counts", {})).structuredContent["counts"]
+    return session.connection.request(lambda client: client.call_tool("call_counts", {})).structuredContent["counts"]
 
 
 def test_approve_by_click_runs_the_call_once_and_shows_the_result(demo: pj.McpSession) -> None:
@@ -34,7 +34,7 @@ def test_approve_by_click_runs_the_call_once_and_shows_the_result(demo: pj.McpSe
 
     pending.widget.approve_button.click()
     pending.widget.approve_button.click()  # a second click does nothing
-    wait_until(lambda: pending.state == "done", what="the approved call to finish")
+    wait_until(lambda: states[-1:] == ["done"], what="the approved call to finish")
     assert states == ["running", "done"]
     assert pending.result.ok and pending.result.structured == {"text": "<b>hi</b>"}
     assert pending.widget.approve_button.disabled and pending.widget.deny_button.disabled
@@ -63,7 +63,7 @@ def test_deny_sends_nothing(demo: pj.McpSession) -> None:
 def test_list_changed_before_the_decision_voids_the_call(demo: pj.McpSession) -> None:
     demo.bind("echo")
     pending = demo.call("echo", {"text": "x"})
-    demo._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+    demo.connection.request(lambda client: client.call_tool("toggle_extra_tool", {}))
     wait_until(lambda: pending.state == "void", what="the pending call to turn void")
     assert pending.result.error_code == "mcp_catalog_stale"
     pending.widget.approve_button.click()
@@ -102,7 +102,7 @@ def test_the_status_widget_follows_the_session_with_no_cell_running(demo: pj.Mcp
     demo.bind("echo")
     assert "bound: echo" in status.value
     # The server announces the change on its own; the loop thread redraws the widget.
-    demo._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+    demo.connection.request(lambda client: client.call_tool("toggle_extra_tool", {}))
     wait_until(lambda: "stale" in status.value, what="the status to show stale")
     demo.refresh()
     assert "ready" in status.value and "10 callable / 11 tools" in status.value

@@ -17,11 +17,12 @@ from typing import Any
 import pandas as pd
 import pytest
 from conftest import demo_config, raw_config, unsafe_markup, wait_until
+from mcp import types
 from purra.contracts import ToolPolicy
 from purra_mcp import McpToolBinding, discover_mcp_tools
 
 import purra_jupyter as pj
-from purra_jupyter.catalog import call_limits
+from purra_jupyter.bindings import call_limits
 from purra_jupyter.envelope import Envelope, RawResult
 
 ROOT = Path(__file__).parent.parent
@@ -37,7 +38,7 @@ def demo() -> Iterator[pj.McpSession]:
 
 def counts(session: pj.McpSession) -> dict[str, int]:
     """The demo server's own count of the tools/call requests it received."""
-    result = session._request(lambda client: client.call_tool("call_counts", {}))
+    result = session.connection.request(lambda client: client.call_tool("call_counts", {}))
     return result.structuredContent["counts"]
 
 
@@ -63,12 +64,14 @@ def test_the_envelope_equals_what_purras_registration_returns(demo: pj.McpSessio
                 for name in ("search_documents", "fail")}  # fmt: skip
     for name in bindings:
         demo.bind(name)
-    host = demo._request(
-        lambda client: discover_mcp_tools(client, "demo", bindings, monitor=demo.monitor, limits=call_limits(demo))
+    host = demo.connection.request(
+        lambda client: discover_mcp_tools(
+            client, "demo", bindings, monitor=demo.monitor, limits=call_limits(demo.limits)
+        )
     )
     handlers = {registration.schema.name: registration.handler for registration in host.registrations}
     for name, arguments in [("search_documents", {"query": "jupyter", "limit": 2}), ("fail", {"message": "x"})]:
-        expected = demo._request(lambda client, n=name, a=arguments: handlers[n](None, a))
+        expected = demo.connection.request(lambda client, n=name, a=arguments: handlers[n](None, a))
         envelope = demo.call(name, arguments, approve=True)
         assert envelope.json == expected.content
         assert envelope.error_code == expected.error_code
@@ -118,12 +121,13 @@ def test_scope_denial_timeout_stale_and_closed(demo: pj.McpSession) -> None:
     assert demo.call("echo", {"text": "x"}, approve=True).error_code == "mcp_scope_denied"
 
     started = time.monotonic()
-    timed_out = demo.call("sleep", {"seconds": 5}, approve=True, timeout=0.5)
-    assert timed_out.error_code == "mcp_timeout" and time.monotonic() - started < 1.5
+    timed_out = demo.call("sleep", {"seconds": 30}, approve=True, timeout=0.5)
+    # The timeout ends the wait, long before the server's 30 s would.
+    assert timed_out.error_code == "mcp_timeout" and 0.5 <= time.monotonic() - started < 10
     assert "0.5 s" in timed_out.message
     assert demo.call("add", {"a": 1, "b": 2}, approve=True).structured == {"sum": 3}  # still usable
 
-    demo._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+    demo.connection.request(lambda client: client.call_tool("toggle_extra_tool", {}))
     wait_until(lambda: demo.state == "stale", what="stale")
     assert demo.call("add", {"a": 1, "b": 2}, approve=True).error_code == "mcp_catalog_stale"
     assert demo.call("greet", {"name": "x"}, approve=True, raw=True).error_code == "mcp_catalog_stale"
@@ -138,9 +142,27 @@ def test_scope_denial_timeout_stale_and_closed(demo: pj.McpSession) -> None:
 def test_a_stale_binding_registration_reports_stale_by_itself(demo: pj.McpSession) -> None:
     """Even past the kit's own check, purra-mcp's handler refuses a stale binding."""
     demo.bind("add")
-    demo.monitor._revision += 1  # what a tools/list_changed does, without the session noticing yet
+    # What a tools/list_changed does to purra-mcp's monitor, before the session has noticed it.
+    notice = types.ServerNotification(types.ToolListChangedNotification())
+    demo.connection.request(lambda client: demo.monitor.on_message(notice))
     envelope = demo.call("add", {"a": 1, "b": 2}, approve=True)
     assert envelope.error_code == "mcp_catalog_stale"
+
+
+def test_a_json_rpc_error_keeps_the_servers_words_on_the_raw_path() -> None:
+    with pj.connect(raw_config("rpc", "--call-result", "rpc-error")) as session:
+        raw = session.call("tool_000", {"x": "a"}, raw=True, approve=True)
+        assert raw.error_code == "mcp_protocol_error" and not raw.ok
+        assert raw.server_text.startswith("JSON-RPC error -32603: getaddrinfo ENOTFOUND api.example.invalid")
+        assert len(raw.server_text) <= 230 and raw.server_text.endswith("…")  # bounded: the server sent ~500
+        html = raw._repr_mimebundle_()["text/html"]
+        assert "the server&#x27;s own words" in html and "&lt;script&gt;" in html
+        assert unsafe_markup(html) == []
+        assert raw._repr_mimebundle_()["application/vnd.purra.raw-result+json"]["serverText"] == raw.server_text
+        # On the PurrA path the envelope never carries remote text (purra-mcp's rule).
+        envelope = session.call("tool_000", {"x": "a"}, approve=True)
+        assert envelope.error_code == "mcp_protocol_error" and envelope.to_dict() == EMPTY
+        assert session.state == "ready"
 
 
 def test_approval_policies_and_refusals(demo: pj.McpSession) -> None:
@@ -152,6 +174,12 @@ def test_approval_policies_and_refusals(demo: pj.McpSession) -> None:
     assert "echo" not in counts(demo)
     with pj.connect(demo_config("denying"), approval="deny") as denying:
         assert denying.call("echo", {"text": "x"}).error_code == "mcp_approval_denied"
+        # The deny policy refuses every call: an approval written in code does not override it.
+        assert denying.call("echo", {"text": "x"}, approve=True).error_code == "mcp_approval_denied"
+        frame = denying.evaluate("echo", [{"text": "x"}], approve=True)
+        assert frame["error_code"].tolist() == ["mcp_approval_denied"]
+        assert "echo" not in counts(denying)
+        assert any("which approve=True does not override" in row.detail for row in denying.log.events("approval"))
     with pj.connect(demo_config("auto"), approval="auto") as auto:
         assert auto.call("echo", {"text": "x"}).ok
         assert any("auto policy" in row.detail for row in auto.log.events("approval"))

@@ -41,7 +41,7 @@ def purra_refusal(session: pj.McpSession, tool: str) -> str | None:
                                         limits=session.limits)  # fmt: skip
 
     try:
-        session._request(discover)
+        session.connection.request(discover)
     except pj.McpSessionError as error:
         assert error.code in {"mcp_schema_unsupported", "mcp_tool_unsupported", "mcp_catalog_limit_exceeded",
                               "mcp_binding_invalid"}, error  # fmt: skip
@@ -186,7 +186,7 @@ def test_list_changed_right_after_initialized_still_gives_a_ready_current_catalo
 
 def test_stale_catalog_refresh_rebinds_and_drops_what_disappeared(demo: pj.McpSession) -> None:
     demo.bind("echo")
-    demo._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+    demo.connection.request(lambda client: client.call_tool("toggle_extra_tool", {}))
     wait_until(lambda: demo.state == "stale", what="the catalog to turn stale")
     with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("add")
@@ -199,7 +199,7 @@ def test_stale_catalog_refresh_rebinds_and_drops_what_disappeared(demo: pj.McpSe
     demo.bind("extra_tool")
     assert {entry["remoteName"] for entry in demo.bindings["entries"]} == {"echo", "extra_tool"}
 
-    demo._request(lambda client: client.call_tool("toggle_extra_tool", {}))  # removes extra_tool
+    demo.connection.request(lambda client: client.call_tool("toggle_extra_tool", {}))  # removes extra_tool
     wait_until(lambda: demo.state == "stale", what="the catalog to turn stale again")
     catalog = demo.refresh()
     assert catalog.dropped == ("extra_tool",)
@@ -218,7 +218,7 @@ def test_bindings_snapshot_equals_purras_for_the_same_bindings(demo: pj.McpSessi
         ),
         "add": McpToolBinding("plus", ToolPolicy(mode="read", title="add", risk_level="read"), None, True),
     }
-    expected = demo._request(
+    expected = demo.connection.request(
         lambda client: discover_mcp_tools(client, "demo", bindings, monitor=demo.monitor, limits=demo.limits)
     )
     assert demo.bindings == expected.snapshot.to_mapping()
@@ -256,21 +256,18 @@ def test_binding_refusals_carry_purras_code_and_the_reasons(demo: pj.McpSession)
 
 
 def test_sync_and_async_scope_validators_both_work(demo: pj.McpSession) -> None:
-    def deny_sync(state: Any, arguments: Any, signal: Any = None) -> str:
-        return f"denied {arguments['text']}"
+    def only_ok(state: Any, arguments: Any, signal: Any = None) -> str | None:
+        return None if arguments["text"] == "ok" else f"denied {arguments['text']}"
 
-    async def deny_async(state: Any, arguments: Any, signal: Any = None) -> str:
-        return f"refused {arguments['a']}"
+    async def only_small(state: Any, arguments: Any, signal: Any = None) -> str | None:
+        return None if arguments["a"] < 10 else f"refused {arguments['a']}"
 
-    demo.bind("echo", scope_validator=deny_sync)
-    demo.bind("add", scope_validator=deny_async)
-    by_name = {registration.schema.name: registration for registration in demo._purra_catalog.registrations}
-
-    async def decide(name: str, arguments: dict) -> Any:
-        return await by_name[name].scope_validator(None, arguments)
-
-    assert anyio.run(decide, "echo", {"text": "x"}) == "denied x"
-    assert anyio.run(decide, "add", {"a": 1, "b": 2}) == "refused 1"
+    demo.bind("echo", scope_validator=only_ok)
+    demo.bind("add", scope_validator=only_small)
+    assert demo.call("echo", {"text": "ok"}, approve=True).structured == {"text": "ok"}
+    assert demo.call("echo", {"text": "x"}, approve=True).error_code == "mcp_scope_denied"
+    assert demo.call("add", {"a": 1, "b": 2}, approve=True).structured == {"sum": 3}
+    assert demo.call("add", {"a": 11, "b": 2}, approve=True).error_code == "mcp_scope_denied"
 
 
 def test_default_local_names() -> None:
@@ -293,7 +290,7 @@ def test_digest_is_stable_and_pinned(demo: pj.McpSession) -> None:
 
 def test_diff_between_catalogs(demo: pj.McpSession) -> None:
     before = demo.catalog
-    demo._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+    demo.connection.request(lambda client: client.call_tool("toggle_extra_tool", {}))
     wait_until(lambda: demo.state == "stale", what="stale")
     after = demo.refresh()
     diff = before.diff(after)

@@ -5,16 +5,19 @@ and no child process left once the session is closed."""
 
 from __future__ import annotations
 
+import logging
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from conftest import children, demo_config, raw_config, wait_until
+from conftest import SERVERS, children, demo_config, raw_config, wait_until
 
 import purra_jupyter as pj
-from purra_jupyter.approval import PendingCall
+from purra_jupyter.ui.approval import PendingCall
 
 TIMEOUT = 2.0  # each faulty session's configured timeout, in seconds
 SLACK = 1.0  # no wait may exceed TIMEOUT + SLACK
@@ -80,6 +83,49 @@ def test_non_json_on_stdout_after_ready_fails_the_session_with_the_cause_in_the_
     finally:
         session.close()
     assert session.state == "closed"
+
+
+QUIET_SCRIPT = """
+import sys
+import purra_jupyter as pj
+config = pj.ServerConfig("quiet", command=sys.executable, args=[{server!r}, "--fault", "garbage"], timeout=5)
+s = pj.connect(config)
+try:
+    s.ping()
+except pj.McpSessionError as error:
+    print(error.code)
+s.close()
+print(sum("this line is not JSON-RPC" in row.detail for row in s.log))
+"""
+
+
+def test_a_non_json_line_fails_the_session_once_and_quietly(
+    no_child_left: None, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK logs a parse failure with a traceback; the kit takes that record into the session's log, so
+    nothing reaches the cell's stderr, and the offending line is in one row (the cause)."""
+    caplog.set_level(logging.DEBUG)
+    capfd.readouterr()
+    session = pj.connect(faulty("--fault", "garbage"))
+    with pytest.raises(pj.McpSessionError):
+        session.ping()
+    assert "this line is not JSON-RPC" in session.cause
+    session.close()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Failed to parse" not in err, err
+    assert [record for record in caplog.records if "JSONRPC" in record.getMessage()] == []  # no handler saw it
+    assert sum("this line is not JSON-RPC" in row.detail for row in session.log) == 1
+    [sdk] = session.log.events("sdk")
+    assert sdk.detail == "ERROR mcp.client.stdio: Failed to parse JSONRPC message from server (ValidationError)"
+
+    # The same in a fresh interpreter with no logging set up, as in a notebook: Python's last-resort handler
+    # would print the traceback there.
+    server = str(SERVERS / "raw_server.py")
+    done = subprocess.run([sys.executable, "-c", QUIET_SCRIPT.format(server=server)], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["mcp_connection_closed", "1"]
+    assert done.stderr == ""
 
 
 # --- faults in the catalog: the session is ready, the tool is not callable, and says why -----------------

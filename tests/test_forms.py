@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from purra_mcp import McpAdapterError, McpToolLimits, _remote_contract
 
 import purra_jupyter as pj
-from purra_jupyter.approval import PendingCall
 from purra_jupyter.calls import argument_checker
-from purra_jupyter.forms import UNSET_LABEL, ArrayField, SchemaForm, UnionField
+from purra_jupyter.ui.approval import PendingCall
+from purra_jupyter.ui.forms import UNSET_LABEL, ArrayField, SchemaForm, UnionField
 
 LIMITS = McpToolLimits()
 
@@ -148,7 +148,7 @@ def test_a_tool_form_reviews_into_the_approval_widget() -> None:
         form.fields["$.limit"].input.value = "2"
         form.review_button.click()
         pending = form.pending
-        assert isinstance(pending, PendingCall) and pending.plan.arguments == {"query": "jupyter", "limit": 2}
+        assert isinstance(pending, PendingCall) and pending.job.arguments == {"query": "jupyter", "limit": 2}
         pending.widget.approve_button.click()
         wait_until(lambda: pending.state == "done", what="the approved call")
         assert pending.result.ok
@@ -159,7 +159,7 @@ def test_a_tool_form_reviews_into_the_approval_widget() -> None:
         assert editor.arguments() is None and "$.name" in editor.problem.value
         editor.editor.value = '{"name": "Ada"}'
         editor.review_button.click()
-        assert editor.pending.plan.raw and editor.pending.plan.arguments == {"name": "Ada"}
+        assert editor.pending.job.raw and editor.pending.job.arguments == {"name": "Ada"}
         editor.pending.deny()
 
 

@@ -46,7 +46,7 @@ def footprint() -> tuple[int, int]:
 
 def echo_count(session: pj.McpSession) -> int:
     """What the server itself counted: proof that each call went to its own server exactly once."""
-    result = session._request(lambda client: client.call_tool("call_counts", {}))
+    result = session.connection.request(lambda client: client.call_tool("call_counts", {}))
     return result.structuredContent["counts"].get("echo", 0)
 
 

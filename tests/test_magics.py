@@ -13,10 +13,10 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import purra_jupyter as pj
-from purra_jupyter.approval import PendingCall
 from purra_jupyter.envelope import Envelope, RawResult
-from purra_jupyter.forms import SchemaForm
 from purra_jupyter.magics import MagicHelp
+from purra_jupyter.ui.approval import PendingCall
+from purra_jupyter.ui.forms import SchemaForm
 
 MAGICS = ["mcp_connect", "mcp_disconnect", "mcp_sessions", "mcp_catalog", "mcp_bind", "mcp_call", "mcp_log"]
 DEMO = "demo -- {sys.executable} -m purra_jupyter.demo"
@@ -117,6 +117,43 @@ def test_connect_over_http_with_headers_and_from_a_config_file(
     assert from_file.catalog.tools[0].name == "tool_000"
     ip.run_line_magic("mcp_disconnect", "--all")
     assert pj.sessions() == []
+
+
+def test_a_config_file_entry_takes_the_timeout_from_the_line_or_the_config(
+    ip: InteractiveShell, tmp_path: Path
+) -> None:
+    raw = [str(SERVERS / "raw_server.py")]
+    path = tmp_path / "mcp.json"
+    entries = {"plain": {"command": sys.executable, "args": raw},
+               "own": {"command": sys.executable, "args": raw, "timeout": 11}}  # fmt: skip
+    path.write_text(json.dumps({"mcpServers": entries}))
+    ip.run_line_magic("config", "McpMagics.timeout = 7")
+    try:
+        timeouts = {}
+        for name, options in (("plain", ""), ("own", ""), ("plain", "--timeout 3"), ("own", "--timeout 4")):
+            with ip.run_line_magic("mcp_connect", f"{name} --config {path} {options}") as session:
+                timeouts[name, options] = session.config.timeout
+    finally:
+        ip.run_line_magic("config", "McpMagics.timeout = 30.0")
+    # --timeout wins, then the entry's own timeout, then %config McpMagics.timeout
+    assert timeouts == {("plain", ""): 7, ("own", ""): 11, ("plain", "--timeout 3"): 3, ("own", "--timeout 4"): 4}
+
+
+def test_a_python_path_with_a_space_stays_one_argument(ip: InteractiveShell, tmp_path: Path) -> None:
+    """``{sys.executable}`` expands inside its own word, so a path with spaces is one argument, not three."""
+    spaced = tmp_path / "my python env" / "bin" / "python"
+    spaced.parent.mkdir(parents=True)
+    spaced.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    spaced.chmod(0o755)
+    ip.user_ns["spaced_python"] = str(spaced)
+    result = ip.run_cell("s = %mcp_connect spaced -- {spaced_python} -m purra_jupyter.demo")
+    assert result.success, result.error_in_exec
+    session = ip.user_ns["s"]
+    try:
+        assert session.state == "ready" and session.config.command == str(spaced)
+        assert list(session.config.args) == ["-m", "purra_jupyter.demo"]
+    finally:
+        session.close()
 
 
 @pytest.mark.parametrize(

@@ -30,9 +30,9 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import purra_jupyter as pj
-from purra_jupyter.approval import PendingCall
 from purra_jupyter.config import load_servers
 from purra_jupyter.envelope import Envelope, RawResult
+from purra_jupyter.ui.approval import PendingCall
 from purra_jupyter.wire import ENVELOPE_MIME, RAW_RESULT_MIME
 
 SECRET_ENV = "env-s3cr3t-7f3a9c21"
@@ -370,7 +370,7 @@ class Tracked:
 
 def echo_count(session: pj.McpSession) -> int:
     """The demo server's own count of finished echo calls (call_counts itself is counted only after it returns)."""
-    result = session._request(lambda client: client.call_tool("call_counts", {}))
+    result = session.connection.request(lambda client: client.call_tool("call_counts", {}))
     return result.structuredContent["counts"].get("echo", 0)
 
 
@@ -496,7 +496,7 @@ class ApprovalMachine(RuleBasedStateMachine):
     @rule()
     def list_changed(self) -> None:
         """The server changes its tools (through the raw SDK client, so the kit's own call path is not used)."""
-        self.session._request(lambda client: client.call_tool("toggle_extra_tool", {}))
+        self.session.connection.request(lambda client: client.call_tool("toggle_extra_tool", {}))
         wait_until(lambda: self.session.state == "stale", what="the session to turn stale")
         self.stale = True
         self.epoch += 1

@@ -286,8 +286,14 @@ def build_server() -> DemoServer:
             case "sleep":
                 seconds = arguments["seconds"]
                 # One stderr line per sleep: lets a person (and the interrupt tests) see the call in flight.
-                print(f"sleep: {seconds:g} s", file=sys.stderr, flush=True)
-                await anyio.sleep(seconds)
+                request_id = server.request_context.request_id
+                print(f"sleep: {seconds:g} s (request {request_id})", file=sys.stderr, flush=True)
+                try:
+                    await anyio.sleep(seconds)
+                except anyio.get_cancelled_exc_class():
+                    # The client sent notifications/cancelled for this request (or left): stop, and say so.
+                    print(f"sleep: cancelled (request {request_id})", file=sys.stderr, flush=True)
+                    raise
                 return _text(f"slept {seconds} s"), {"slept": seconds}
             case "greet":
                 return _text(f"Hello, {arguments['name']}{arguments.get('punctuation', '!')}")

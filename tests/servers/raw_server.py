@@ -5,6 +5,7 @@
                          [--description TEXT]
                          [--no-tools-capability] [--list-changed-after-initialized]
                          [--call-result RESULT] [--schema flat|deep|wide] [--list-changed-on-ping]
+                         [--page-delay SECONDS] [--page-delay-from N] [--echo-env NAME]
 
 Faults: ``mute`` (answers nothing), ``mute-list`` (never answers ``tools/list``), ``garbage`` (a non-JSON
 stdout line before answering a ping), ``garbage-at-once`` (a non-JSON line right after
@@ -14,13 +15,22 @@ The catalog is ``--tools`` tools named ``tool_000``... served ``--page-size`` pe
 ``--list-changed-after-initialized`` the server announces ``tools/list_changed`` as soon as it is
 initialized and from then on lists ``tool_new`` too (the published server-everything does the first);
 ``--list-changed-on-ping`` announces it before answering each ping. ``--schema deep`` gives
-``tool_000`` an input schema nested 40 levels deep, ``wide`` one of about 5,000 nodes.
+``tool_000`` an input schema nested 40 levels deep, ``wide`` one of about 5,000 nodes. With
+``--page-delay`` every ``tools/list`` answer from the ``--page-delay-from``-th request on (counting from 1)
+comes that many seconds late.
+
+``--echo-env NAME`` plays a server that leaks a secret: it writes the value of its environment variable
+``NAME`` to stderr at start and with each request, and puts it into its JSON-RPC errors, its garbage line
+and its last words.
 
 ``--call-result`` is what every ``tools/call`` gets: ``ok``, ``bad-structured`` / ``no-structured``
 (against a declared output schema), ``xss``, ``mute`` (never answered), ``exit`` (the server exits
 mid-call), ``huge`` (a result over 1 MiB), ``blocks`` (129 content blocks), ``image``, ``error``
 (``isError``), ``list-changed`` (``tools/list_changed`` before the answer), ``storm`` (10,000
-``tools/list_changed`` before the answer), ``stderr-flood`` (10 MB on stderr before the answer).
+``tools/list_changed`` before the answer), ``stderr-flood`` (10 MB on stderr before the answer),
+``rpc-error`` (a JSON-RPC error -32603 whose message names a failed host lookup, with markup), ``late`` (the
+answer comes 3 s later, whatever the client sent meanwhile). A call whose argument ``x`` is ``"mute"`` is
+never answered, whatever ``--call-result`` says.
 Every request's method is written to stderr (``raw server: got tools/call``), so a test can see what
 reached the server.
 """
@@ -29,7 +39,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 
 XSS = [
     "<script>window.__pwned = 1</script>",
@@ -142,10 +154,22 @@ def call_result(options: argparse.Namespace, tool: str) -> dict:
     return {"content": [{"type": "text", "text": "ok"}]}
 
 
-def before_answering_a_call(options: argparse.Namespace) -> bool:
+def leaked(options: argparse.Namespace) -> str:
+    """The secret ``--echo-env`` leaks (empty without it)."""
+    return os.environ.get(options.echo_env, "") if options.echo_env else ""
+
+
+def rpc_error(options: argparse.Namespace) -> dict:
+    text = f"getaddrinfo ENOTFOUND api.example.invalid (token {leaked(options)}) {XSS[0]} " + "y" * 400
+    return {"code": -32603, "message": text}
+
+
+def before_answering_a_call(options: argparse.Namespace, arguments: dict) -> bool:
     """What ``--call-result`` does before (or instead of) the answer; ``False``: no answer at all."""
-    if options.call_result == "mute":
+    if options.call_result == "mute" or arguments.get("x") == "mute":
         return False
+    if options.call_result == "late":
+        time.sleep(3)
     if options.call_result == "exit":
         print("raw server: exiting in the middle of a call", file=sys.stderr, flush=True)
         sys.exit(4)
@@ -196,23 +220,30 @@ def main() -> int:
     parser.add_argument("--list-changed-after-initialized", action="store_true")
     parser.add_argument("--list-changed-on-ping", action="store_true")
     parser.add_argument("--schema", choices=["flat", "deep", "wide"], default="flat")
+    parser.add_argument("--page-delay", type=float, default=0.0)
+    parser.add_argument("--page-delay-from", type=int, default=1)
+    parser.add_argument("--echo-env", metavar="NAME")
     parser.add_argument(
         "--call-result",
         choices=["ok", "bad-structured", "no-structured", "xss", "mute", "exit", "huge", "blocks", "image", "error",
-                 "list-changed", "storm", "stderr-flood"],
+                 "list-changed", "storm", "stderr-flood", "rpc-error", "late"],
         default="ok",
     )  # fmt: skip
     options = parser.parse_args()
+    if options.echo_env:
+        print(f"raw server: {options.echo_env} token is {leaked(options)}", file=sys.stderr, flush=True)
     changed = False
+    listings = 0
     for line in sys.stdin:
         message = json.loads(line)
         method = message.get("method")
-        print(f"raw server: got {method}", file=sys.stderr, flush=True)
+        secret = f" (token {leaked(options)})" if options.echo_env else ""
+        print(f"raw server: got {method}{secret}", file=sys.stderr, flush=True)
         if options.fault == "mute":
             continue
         if method == "initialize":
             if options.fault == "exit-on-initialize":
-                print("raw server: refusing to initialize", file=sys.stderr, flush=True)
+                print(f"raw server: refusing to initialize {leaked(options)}".rstrip(), file=sys.stderr, flush=True)
                 return 3
             capabilities = {} if options.no_tools_capability else {"tools": {"listChanged": True}}
             result = {
@@ -233,16 +264,24 @@ def main() -> int:
                 changed = True
                 send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             if options.fault == "garbage":
-                sys.stdout.write("this line is not JSON-RPC\n")
+                sys.stdout.write(f"this line is not JSON-RPC {leaked(options)}".rstrip() + "\n")
             send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         elif method == "tools/list":
+            listings += 1
             if options.fault == "mute-list":
                 continue
+            if options.page_delay and listings >= options.page_delay_from:
+                time.sleep(options.page_delay)
             cursor = (message.get("params") or {}).get("cursor")
             send({"jsonrpc": "2.0", "id": message["id"], "result": page(options, catalog(options, changed), cursor)})
         elif method == "tools/call":
-            if before_answering_a_call(options):
-                send({"jsonrpc": "2.0", "id": message["id"], "result": call_result(options, message["params"]["name"])})
+            params = message["params"]
+            if not before_answering_a_call(options, params.get("arguments") or {}):
+                continue
+            if options.call_result == "rpc-error":
+                send({"jsonrpc": "2.0", "id": message["id"], "error": rpc_error(options)})
+            else:
+                send({"jsonrpc": "2.0", "id": message["id"], "result": call_result(options, params["name"])})
         elif "id" in message:
             send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "method not found"}})
     return 0

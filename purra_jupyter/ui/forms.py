@@ -12,14 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ipywidgets as widgets
 
-from . import calls, catalog
-
-if TYPE_CHECKING:
-    from .session import McpSession
+from ..calls import argument_checker
+from ..catalog import ToolVerdict
 
 UNSET_LABEL = "(not set)"
 _UNSET: Any = object()  # an optional field with no value: left out of the arguments
@@ -340,27 +338,26 @@ class SchemaForm(widgets.VBox):
         self.problem.value = f"<span style='color:#cf222e'>{escape(path)}: {escape(problem)}</span>"
 
 
-def tool_form(session: McpSession, name: str) -> SchemaForm:
-    """A form for ``name``'s arguments whose "Review call" shows the approval widget (or the session's
-    policy decides) below it."""
-    remote = calls.remote_name(session, name)
-    tool = session.catalog[remote]
+def tool_form(tool: ToolVerdict, *, limits: Any, review: Callable[[dict[str, Any], bool], Any]) -> SchemaForm:
+    """A form for ``tool``'s arguments; "Review call" shows what ``review(arguments, raw)`` returns (the
+    approval widget, or the result when the session's policy decided) below it. A tool outside the profile
+    gets a JSON editor and a raw call."""
     raw = not tool.callable
-    check = calls.argument_checker(tool.input_schema, raw=raw, limits=catalog.call_limits(session))
+    check = argument_checker(tool.input_schema, raw=raw, limits=limits)
     form = SchemaForm(tool.input_schema, check, editor=raw)
     output = widgets.Output()
     form.review_output = output  # type: ignore[attr-defined]
     form.children = [*form.children, output]
 
-    def review(_: Any) -> None:
+    def on_review(_: Any) -> None:
         arguments = form.arguments()
         if arguments is None:
             return
-        form.pending = session.call(remote, arguments, raw=raw)  # type: ignore[attr-defined]
+        form.pending = review(arguments, raw)  # type: ignore[attr-defined]
         output.clear_output()
         output.append_display_data(form.pending)  # type: ignore[attr-defined]
 
-    form.review_button.on_click(review)
+    form.review_button.on_click(on_review)
     return form
 
 

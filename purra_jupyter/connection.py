@@ -1,0 +1,782 @@
+"""A monitored connection to one MCP server, and the requests sent over it.
+
+The transport, the SDK's ``ClientSession`` and purra-mcp's ``McpCatalogMonitor`` are entered and left
+by one task on the runner's loop. Every request runs within a deadline; when the kit stops waiting for
+one (timeout, interrupt, a stopped batch, a cancelled call) it sends ``notifications/cancelled`` for
+its id and discards the answer that may still come, so a late answer never fails the session. Server
+text the kit shows (stderr, log, causes, error messages) is scrubbed of the config's secrets, and the
+SDK's own log records go into the session log instead of the running cell's stderr.
+
+This layer knows nothing of catalogs or calls: higher layers hand it coroutines to run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from html import escape
+from typing import Any, TypeVar
+
+import anyio
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from traitlets import Enum, HasTraits
+
+from . import runner
+from .config import Scrubber, ServerConfig, redact_url
+from .errors import McpSessionError, without_groups
+from .wire import (
+    CLOSED,
+    CONNECT_FAILED,
+    CONNECTING,
+    CONNECTION_CLOSED,
+    EVENT_CANCEL,
+    EVENT_CLOSE,
+    EVENT_CONNECT,
+    EVENT_ERROR,
+    EVENT_INITIALIZE,
+    EVENT_LIST_CHANGED,
+    EVENT_SDK,
+    EVENT_STDERR,
+    FAILED,
+    INTERRUPTED,
+    PROTOCOL_ERROR,
+    READY,
+    STALE,
+    STATES,
+    STDIO,
+    TIMEOUT,
+    TRANSPORT_ERROR,
+)
+
+T = TypeVar("T")
+
+STDERR_LINES = 200
+LOG_ROWS = 10_000
+SHOWN_CHARS = 200  # how much of a server's offending line or error text a message quotes
+_MAX_LINE_BYTES = 8_192
+_DETAIL_CHARS = 500
+_ABANDONED_KEPT = 4_096  # ids whose late answer may still come (a server may never send one)
+# Loggers of the pinned SDK's client side ("client" is ClientSession's; "" is the root logger, which
+# BaseSession logs to directly). Only records from SDK code running for one of our connections are taken.
+_SDK_LOGGERS = ("", "client", "mcp.client.stdio", "mcp.client.streamable_http", "mcp.client.auth.oauth2",
+                "mcp.client.auth.utils", "mcp.shared.tool_name_validation")  # fmt: skip
+
+_connection_var: ContextVar[Connection | None] = ContextVar("purra_jupyter_connection", default=None)
+_request_var: ContextVar[_Request | None] = ContextVar("purra_jupyter_request", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    time: datetime
+    event: str
+    detail: str
+
+
+class SessionLog:
+    """The last ``LOG_ROWS`` events of a session, each detail scrubbed of secrets; appended from any thread."""
+
+    def __init__(self, scrub: Callable[[str], str] = str, maxlen: int = LOG_ROWS) -> None:
+        self._rows: deque[LogEntry] = deque(maxlen=maxlen)
+        self._scrub = scrub
+
+    def add(self, event: str, detail: str = "") -> None:
+        detail = self._scrub(detail)  # before cutting, so no part of a secret survives the cut
+        if len(detail) > _DETAIL_CHARS:
+            detail = detail[:_DETAIL_CHARS] + "…"
+        self._rows.append(LogEntry(datetime.now(UTC), event, detail))
+
+    def __iter__(self) -> Iterator[LogEntry]:
+        return iter(tuple(self._rows))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def events(self, event: str) -> list[LogEntry]:
+        return [row for row in self if row.event == event]
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame([(row.time, row.event, row.detail) for row in self], columns=["time", "event", "detail"])
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{row.time:%H:%M:%S.%f}"[:-3] + f"  {row.event:<12} {row.detail}" for row in self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        rows = "".join(
+            f"<tr><td>{row.time:%H:%M:%S}</td><td>{escape(row.event)}</td><td><pre>{escape(row.detail)}</pre></td></tr>"
+            for row in self
+        )
+        html = f"<table><thead><tr><th>time</th><th>event</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
+        return {"text/plain": repr(self), "text/html": html}
+
+
+class StderrTail:
+    """A pipe handed to a stdio server as its stderr; a thread keeps the last lines (scrubbed) and logs each.
+
+    ipykernel's ``sys.stderr`` has no file descriptor, and a pipe read at once never blocks the
+    server the way an unread one would.
+    """
+
+    def __init__(
+        self, on_line: Callable[[str], None], scrub: Callable[[str], str], max_lines: int = STDERR_LINES
+    ) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer = open(write_fd, "wb", buffering=0)
+        self._lines: deque[str] = deque(maxlen=max_lines)
+        self._on_line = on_line
+        self._scrub = scrub
+        self._thread = threading.Thread(target=self._read, args=(read_fd,), name="purra-jupyter-stderr", daemon=True)
+        self._thread.start()
+
+    def release(self) -> None:
+        """Drop our copy of the write end once the child holds its own, so EOF follows its exit."""
+        self.writer.close()
+
+    async def ended(self, timeout: float = 2.0) -> None:
+        """Wait (on the loop, without a thread of its own) until the server's stderr reached its end."""
+        with anyio.move_on_after(timeout):
+            while self._thread.is_alive():
+                await anyio.sleep(0.01)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self._lines)
+
+    def _read(self, fd: int) -> None:
+        pending = b""
+        with open(fd, "rb", buffering=0) as stream:
+            while chunk := stream.read(65_536):
+                *lines, pending = (pending + chunk).split(b"\n")
+                if len(pending) > _MAX_LINE_BYTES:
+                    lines.append(pending)
+                    pending = b""
+                for line in lines:
+                    self._keep(line)
+        if pending:
+            self._keep(pending)
+
+    def _keep(self, raw: bytes) -> None:
+        line = self._scrub(raw.decode("utf-8", "replace").rstrip("\r"))[:_MAX_LINE_BYTES]
+        self._lines.append(line)
+        self._on_line(line)
+
+
+class Deadline:
+    """A total time, in seconds, for an operation of several requests (connect, bind, refresh)."""
+
+    def __init__(self, seconds: float, doing: str) -> None:
+        self.seconds = seconds
+        self.doing = doing  # "connecting", "binding 'echo'" ...: what a timeout says was not finished
+        self._ends = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        return max(0.0, self._ends - time.monotonic())
+
+
+class CancelToken:
+    """Stops the requests it covers, from any thread: each ends with ``code`` and is cancelled on the server.
+
+    A request started after ``cancel()`` is not sent at all."""
+
+    def __init__(self) -> None:
+        self.code: str | None = None
+        self.reason = ""
+        self._requests: set[_Request] = set()
+
+    def cover(self, request: _Request) -> None:
+        self._requests.add(request)
+
+    def release(self, request: _Request) -> None:
+        self._requests.discard(request)
+
+    def cancel(self, code: str, reason: str) -> None:
+        if self.code is not None:
+            return
+        self.code, self.reason = code, reason
+        runner.call_soon(self._fire)
+
+    def _fire(self) -> None:
+        message = f"{self.reason}; it was cancelled on the server and its result is discarded"
+        for request in tuple(self._requests):
+            request.connection.abandon(request, self.code or CONNECTION_CLOSED, self.reason, message)
+
+
+@dataclass(eq=False)
+class _Request:
+    """One wait of the kit: the JSON-RPC requests sent while it lasts, and how it ended if it was abandoned."""
+
+    connection: Connection
+    ids: list[Any] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+    scope: anyio.CancelScope | None = None
+    ended: tuple[str, str] | None = None  # (code, message) once abandoned
+
+
+class _WatchedStream(ObjectReceiveStream[Any]):
+    """The transport's read stream, as ``ClientSession`` reads it, noticing the moment the server's
+    stream ends (a server that exits), so the session fails at once instead of at the next timeout."""
+
+    def __init__(self, inner: ObjectReceiveStream[Any], on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except anyio.EndOfStream:
+            self._on_end()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _RecordingStream(ObjectSendStream[Any]):
+    """The transport's write stream, noting each JSON-RPC request (id and method) for the kit's wait that
+    sent it, so that wait can cancel exactly its own requests."""
+
+    def __init__(self, inner: ObjectSendStream[Any], on_request: Callable[[Any, str], None]) -> None:
+        self._inner = inner
+        self._on_request = on_request
+
+    async def send(self, item: Any) -> None:
+        from mcp import types
+
+        root = item.message.root
+        if isinstance(root, types.JSONRPCRequest):
+            self._on_request(root.id, root.method)  # before sending: a cancelled send may still have gone out
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _SdkRecords(logging.Filter):
+    """Takes the SDK's log records emitted for one of our connections into that session's log."""
+
+    def __init__(self, sdk_dir: str) -> None:
+        super().__init__()
+        self._sdk_dir = sdk_dir
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        connection = _connection_var.get()
+        if connection is None or not record.pathname.startswith(self._sdk_dir):
+            return True
+        # The level, logger and message, and the exception's class: its text may quote a whole server
+        # message, which the session's error row already shows once.
+        detail = f"{record.levelname} {record.name or 'root'}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[0] is not None:
+            detail += f" ({record.exc_info[0].__name__})"
+        connection.log.add(EVENT_SDK, detail)
+        return False
+
+
+_sdk_filter_lock = threading.Lock()
+_sdk_filter: _SdkRecords | None = None
+
+
+def _route_sdk_records() -> None:
+    global _sdk_filter
+    import mcp
+
+    with _sdk_filter_lock:
+        if _sdk_filter is None:
+            _sdk_filter = _SdkRecords(os.path.dirname(mcp.__file__) + os.sep)
+            for name in _SDK_LOGGERS:
+                logging.getLogger(name).addFilter(_sdk_filter)
+
+
+class Connection(HasTraits):
+    """One monitored connection to one MCP server. ``state``: connecting, ready, stale (the server changed its
+    tools), closed or failed (``cause`` says why); it changes on the loop thread only."""
+
+    state = Enum(STATES, default_value=CONNECTING, help="connecting | ready | stale | closed | failed")
+
+    def __init__(self, config: ServerConfig, *, limits: Any) -> None:
+        super().__init__()
+        from purra_mcp import McpCatalogMonitor
+
+        self.config = config
+        self.limits = limits
+        self.scrub = Scrubber(config.secrets)
+        self.log = SessionLog(self.scrub)
+        self.monitor = McpCatalogMonitor()
+        self.protocol_version: str | None = None
+        self.server_info: dict[str, Any] = {}
+        self.capabilities: dict[str, Any] = {}
+        self._client: Any = None
+        self._tasks: Any = None  # the connection's task group (cancellation notices)
+        self._stderr: StderrTail | None = None
+        self._cause = ""
+        self._closing = False
+        self._close_cause = ""
+        self._close_lock = threading.Lock()
+        # Owned by the loop thread: the kit's waits in flight, requests sent and not answered yet, and
+        # the ids of requests given up on whose answers are discarded when they come.
+        self._requests: set[_Request] = set()
+        self._pending: dict[Any, _Request] = {}
+        self._abandoned: OrderedDict[Any, None] = OrderedDict()
+        self._host: runner.HostedContext[Any] = runner.HostedContext(self._transport, self._ended)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def transport(self) -> str:
+        return self.config.transport
+
+    @property
+    def stderr(self) -> str:
+        """The last lines the server wrote to its stderr (stdio servers; empty for HTTP), scrubbed."""
+        return self._stderr.text if self._stderr is not None else ""
+
+    @property
+    def cause(self) -> str:
+        """Why the connection is ``closed`` or ``failed`` (empty while it is usable)."""
+        return self._cause
+
+    @property
+    def revision(self) -> int:
+        """purra-mcp's catalog revision: how many ``tools/list_changed`` the server has sent."""
+        return self.monitor.revision
+
+    @property
+    def server_label(self) -> str:
+        info = self.server_info
+        return " ".join(str(info[key]) for key in ("name", "version") if key in info) or "unknown"
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def open(self, deadline: Deadline) -> None:
+        """Start or reach the server and initialize it within ``deadline``; on failure, fail and raise."""
+        self.log.add(EVENT_CONNECT, f"{self.transport} {self.config.target}")
+        if self.transport == STDIO:
+            self._stderr = StderrTail(lambda line: self.log.add(EVENT_STDERR, line), self.scrub)
+        try:
+            try:
+                result = self._host.open(deadline)
+            except McpSessionError:
+                raise
+            except Exception as exc:
+                raise self.error(exc, connecting=True, deadline=deadline) from without_groups(exc)
+        except BaseException as exc:
+            self._cause = self.scrub(f"connect failed: {exc}")
+            self.log.add(EVENT_CLOSE, self._cause)
+            runner.on_loop(self._set_state, FAILED)
+            raise
+        self.protocol_version = result.protocolVersion
+        self.server_info = result.serverInfo.model_dump(mode="json", exclude_none=True)
+        self.capabilities = result.capabilities.model_dump(mode="json", exclude_none=True)
+        self.log.add(EVENT_INITIALIZE, f"protocol {self.protocol_version}, server {self.server_label}")
+
+    @asynccontextmanager
+    async def _transport(self, deadline: Deadline) -> AsyncIterator[Any]:
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        _route_sdk_records()
+        _connection_var.set(self)  # the transport's tasks inherit it: their SDK log records are ours
+        config = self.config
+        async with AsyncExitStack() as stack:
+            if config.transport == STDIO:
+                assert self._stderr is not None
+                params = StdioServerParameters(
+                    command=config.command or "",
+                    args=list(config.args),
+                    env=dict(config.env) if config.env is not None else None,
+                    cwd=config.cwd,
+                )
+                try:
+                    read, write = await stack.enter_async_context(stdio_client(params, errlog=self._stderr.writer))
+                finally:
+                    self._stderr.release()
+            else:
+                http = await stack.enter_async_context(_http_client(config, self.log))
+                read, write, _ = await stack.enter_async_context(
+                    streamable_http_client(config.url or "", http_client=http)
+                )
+            watched = _WatchedStream(read, lambda: self._fail("the server closed the connection"))
+            recording = _RecordingStream(write, self._sent)
+            client = await stack.enter_async_context(
+                ClientSession(watched, recording, message_handler=self._on_message)
+            )
+            client.add_response_router(self)
+            self._tasks = await stack.enter_async_context(anyio.create_task_group())
+            with anyio.fail_after(deadline.remaining()):  # the server's start-up is part of it
+                result = await client.initialize()
+            self.monitor.accept_protocol_version(result.protocolVersion)
+            self._client = client
+            yield result
+
+    async def _on_message(self, message: Any) -> None:
+        """Every server message the SDK hands on: purra-mcp's monitor first (it decides staleness), then ours.
+        An exception here is the SDK's report of a message it could not read: the session fails with it."""
+        from mcp import types
+
+        await self.monitor.on_message(message)
+        if isinstance(message, Exception):
+            self._fail(f"the server sent a message that is not valid JSON-RPC: {_offending(message)}")
+        elif isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ToolListChangedNotification
+        ):
+            self.log.add(EVENT_LIST_CHANGED, f"catalog revision {self.monitor.revision}")
+            if self.state == READY:
+                self._set_state(STALE)
+
+    def mark_current(self, revision: int) -> None:
+        """``ready`` if no ``tools/list_changed`` came since ``revision`` was listed, else ``stale``. Call it
+        on the loop (where notifications are handled), so none can slip in between."""
+        if self.state in (CONNECTING, READY, STALE):
+            self._set_state(READY if self.monitor.revision == revision else STALE)
+
+    def _set_state(self, state: str) -> None:
+        """Set ``state``; an observer that raises is logged, never allowed to break the transport."""
+        try:
+            self.state = state
+        except Exception as exc:
+            self.log.add(EVENT_ERROR, f"a state observer raised {exc.__class__.__name__}: {exc}")
+
+    def _fail(self, cause: str) -> None:
+        """Mark the connection failed (while connecting, ``open`` fails with the cause instead) and end the
+        requests waiting on it. On the loop thread."""
+        if self.state in (CLOSED, FAILED) or self._closing or self._cause:
+            return
+        self._cause = self.scrub(cause)
+        self.log.add(EVENT_ERROR, self._cause)
+        for request in tuple(self._requests):
+            self.abandon(request, CONNECTION_CLOSED, f"Session '{self.name}' lost its connection: {self._cause}.")
+        if self.state != CONNECTING:
+            self._set_state(FAILED)
+
+    async def _ended(self, error: BaseException | None) -> None:
+        """The owner task left the transport (closed, or lost): wait for the last stderr lines, then say so."""
+        if self._stderr is not None:
+            await self._stderr.ended()
+        if self._closing:
+            self._finish(self._close_cause)
+        else:
+            reason = f"{error.__class__.__name__}: {error}" if error is not None else "the transport ended"
+            self._fail(f"connection lost ({reason})")
+
+    def close(self, cause: str = "closed by user") -> None:
+        """End the connection and its server process. Idempotent. From the loop thread (a state observer)
+        it only starts the close; ``state`` turns ``closed`` once the transport is gone."""
+        with self._close_lock:
+            if self.state == CLOSED or self._closing:
+                return
+            self._closing = True
+            self._close_cause = cause
+        self.monitor.close()
+        runner.call_soon(self._abandon_all, f"Session '{self.name}' was closed ({cause}).")
+        if self._host.running:
+            self._host.close()
+        else:
+            runner.on_loop(self._finish, cause)
+
+    def _abandon_all(self, message: str) -> None:
+        for request in tuple(self._requests):
+            self.abandon(request, CONNECTION_CLOSED, message)
+
+    def _finish(self, cause: str) -> None:
+        if self.state == CLOSED:
+            return
+        self._cause = self.scrub(cause)
+        self.log.add(EVENT_CLOSE, self._cause)
+        self._set_state(CLOSED)
+
+    # --- requests --------------------------------------------------------------------------
+
+    def check_usable(self) -> None:
+        if self.state in (CLOSED, FAILED) or self._closing:
+            how = f"Open a new one with pj.connect() ({self._cause})." if self._cause else "Open a new one."
+            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' is {self.state}. {how}")
+
+    def request(
+        self,
+        func: Callable[[Any], Awaitable[T]],
+        *,
+        timeout: float | Deadline | None = None,
+        cancel: CancelToken | None = None,
+    ) -> T:
+        """Run ``func(client)`` on the loop (see ``run``) and wait; a kernel interrupt cancels it on the server
+        and raises ``mcp_interrupted``."""
+        token = cancel or CancelToken()
+        future = runner.submit(self.run, func, timeout, token)
+        return runner.wait(future, on_interrupt=lambda: token.cancel(INTERRUPTED, "Interrupted"))
+
+    def ping(self, *, timeout: float | None = None) -> float:
+        """Ask the server for a ping; returns the round trip in milliseconds."""
+        started = time.perf_counter()
+        self.request(lambda client: client.send_ping(), timeout=timeout)
+        return (time.perf_counter() - started) * 1000
+
+    async def run(
+        self,
+        func: Callable[[Any], Awaitable[T]],
+        timeout: float | Deadline | None = None,
+        cancel: CancelToken | None = None,
+    ) -> T:
+        """``func(client)`` on the loop within ``timeout`` seconds (default: the config's; a ``Deadline`` gives
+        what is left of a total). When the kit stops waiting (the timeout, ``cancel``, a lost connection) the
+        requests ``func`` sent are cancelled on the server, their late answers discarded, and this raises
+        ``McpSessionError`` with the code that says why. SDK and transport errors are translated here."""
+        self.check_usable()
+        if cancel is not None and cancel.code is not None:
+            raise McpSessionError(cancel.code, f"{cancel.reason}; nothing was sent.")
+        request = _Request(self)
+        limit = (
+            timeout.remaining()
+            if isinstance(timeout, Deadline)
+            else self.config.timeout
+            if timeout is None
+            else timeout
+        )
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(
+            limit,
+            lambda: self.abandon(
+                request, TIMEOUT, f"no answer within {limit:g} s", self._missed(timeout, limit, request)
+            ),
+        )
+        connection_token, request_token = _connection_var.set(self), _request_var.set(request)
+        self._requests.add(request)
+        if cancel is not None:
+            cancel.cover(request)
+        try:
+            with anyio.CancelScope() as request.scope:
+                return await func(self._client)
+        except Exception as exc:
+            if request.ended is None:
+                raise self.error(exc) from without_groups(exc)
+        finally:
+            timer.cancel()
+            _request_var.reset(request_token)
+            _connection_var.reset(connection_token)
+            self._requests.discard(request)
+            if cancel is not None:
+                cancel.release(request)
+            if request.ended is None:  # ended without its answer (the SDK gave up on it): the same rule
+                self._forget(request, "the client stopped waiting for it")
+        code, message = request.ended or (CONNECTION_CLOSED, f"Session '{self.name}' lost its connection.")
+        raise McpSessionError(code, message)
+
+    def abandon(self, request: _Request, code: str, reason: str, message: str | None = None) -> None:
+        """Stop waiting for ``request`` (on the loop): cancel what it sent on the server (telling it ``reason``)
+        and end the wait with ``code`` and ``message`` (default: the reason)."""
+        if request.ended is not None:
+            return
+        request.ended = (code, message or reason)
+        self._forget(request, reason)
+        if request.scope is not None:
+            request.scope.cancel()
+
+    def _forget(self, request: _Request, reason: str) -> None:
+        """``request``'s unanswered ids: tell the server to stop (``notifications/cancelled``) and discard
+        whatever answer still comes. A connection that is gone has neither a server to tell nor answers."""
+        gone = self._tasks is None or bool(self._cause) or self._closing
+        for request_id, method in zip(request.ids, request.methods, strict=True):
+            if self._pending.pop(request_id, None) is None or gone:
+                continue  # answered, or nothing more will come
+            self._abandoned[request_id] = None
+            while len(self._abandoned) > _ABANDONED_KEPT:
+                self._abandoned.popitem(last=False)
+            self.log.add(EVENT_CANCEL, f"cancelled request {request_id} ({method}): {reason}")
+            self._tasks.start_soon(self._send_cancelled, request_id, reason)
+
+    async def _send_cancelled(self, request_id: Any, reason: str) -> None:
+        from mcp import types
+
+        params = types.CancelledNotificationParams(requestId=request_id, reason=reason[:SHOWN_CHARS])
+        notice = types.ClientNotification(types.CancelledNotification(params=params))
+        with anyio.move_on_after(self.config.timeout):
+            try:
+                await self._client.send_notification(notice)
+            except Exception as exc:
+                self.log.add(EVENT_CANCEL, f"could not send the cancellation of request {request_id}: {exc!r}")
+
+    def _sent(self, request_id: Any, method: str) -> None:
+        request = _request_var.get()
+        if request is None or request.connection is not self:
+            return
+        request.ids.append(request_id)
+        request.methods.append(method)
+        self._pending[request_id] = request
+
+    # The SDK's response router protocol (``ClientSession.add_response_router``): it sees every response
+    # first, and claims those to requests the kit gave up on, which the SDK would hand on as an error.
+
+    def route_response(self, request_id: Any, response: dict[str, Any]) -> bool:
+        return self._late(request_id)
+
+    def route_error(self, request_id: Any, error: Any) -> bool:
+        return self._late(request_id)
+
+    def _late(self, request_id: Any) -> bool:
+        if request_id in self._abandoned:
+            del self._abandoned[request_id]
+            self.log.add(EVENT_CANCEL, f"late answer to request {request_id} discarded")
+            return True
+        self._pending.pop(request_id, None)
+        return False
+
+    def _missed(self, timeout: float | Deadline | None, limit: float, request: _Request) -> str:
+        """What a timeout says: the limit, and for an operation of several requests how far it got."""
+        if not isinstance(timeout, Deadline):
+            return f"Server '{self.name}' did not answer within {limit:g} s.{self.stderr_hint()}"
+        pages = request.methods.count("tools/list")
+        reached = f" (it reached page {pages} of the listing)" if pages else ""
+        what = f"did not finish {timeout.doing} within {timeout.seconds:g} s{reached}"
+        return f"Server '{self.name}' {what}.{self.stderr_hint()}"
+
+    def stderr_hint(self) -> str:
+        last = self.stderr.strip().splitlines()[-3:]
+        return (" Its stderr ended with: " + " | ".join(last)) if last else ""
+
+    # --- errors ------------------------------------------------------------------------------
+
+    def error(
+        self, exc: BaseException, *, connecting: bool = False, deadline: Deadline | None = None
+    ) -> McpSessionError:
+        """One SDK, transport or purra-mcp failure as a code and a one-line message without secrets."""
+        if isinstance(exc, McpSessionError):
+            return exc
+        error = _translate(runner.leaf_exception(exc), self, connecting=connecting, deadline=deadline)
+        return McpSessionError(error.code, self.scrub(error.message))
+
+
+def _offending(error: Exception) -> str:
+    """The server's line the SDK could not parse (pydantic keeps it as the error's input), bounded."""
+    found: Any = None
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        try:
+            found = next((item.get("input") for item in errors() if isinstance(item.get("input"), str)), None)
+        except Exception:
+            found = None
+    text = found if isinstance(found, str) else " ".join(str(error).split())
+    return repr(text[:SHOWN_CHARS] + ("…" if len(text) > SHOWN_CHARS else ""))
+
+
+def _translate(exc: BaseException, connection: Connection, *, connecting: bool, deadline: Deadline | None) -> Any:
+    """Map one failure to a code and a message (most specific first)."""
+    import httpx
+    from mcp import types
+    from mcp.shared.exceptions import McpError
+    from purra_mcp import McpAdapterError
+
+    name = connection.name
+    hint = connection.stderr_hint()
+    if isinstance(exc, McpAdapterError):
+        what = _ADAPTER_MESSAGES.get(exc.code, "purra-mcp refused the operation")
+        return McpSessionError(exc.code, f"Server '{name}': {what}.{hint if exc.code == TIMEOUT else ''}")
+    if isinstance(exc, TimeoutError):
+        within = f"{deadline.seconds:g}" if deadline is not None else f"{connection.config.timeout:g}"
+        what = "answer initialize" if connecting else "answer"
+        return McpSessionError(TIMEOUT, f"Server '{name}' did not {what} within {within} s.{hint}")
+    if isinstance(exc, McpError):
+        code = exc.error.code
+        if code in (408, -32001):
+            return McpSessionError(TIMEOUT, f"Server '{name}' did not answer in time.{hint}")
+        if code == types.CONNECTION_CLOSED:
+            if connecting:
+                return McpSessionError(
+                    CONNECT_FAILED, f"Server '{name}' closed the connection during initialize.{hint}"
+                )
+            return McpSessionError(CONNECTION_CLOSED, f"Server '{name}' closed the connection.{hint}")
+        text = " ".join(exc.error.message.split())[:SHOWN_CHARS]
+        return McpSessionError(PROTOCOL_ERROR, f"Server '{name}' answered with error {code}: {text}")
+    if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
+        # The transport's streams are gone: the server exited or the connection dropped.
+        code = CONNECT_FAILED if connecting else CONNECTION_CLOSED
+        return McpSessionError(code, f"Server '{name}' closed the connection.{hint}")
+    if isinstance(exc, httpx.HTTPError):
+        detail = f"{exc.__class__.__name__} for {redact_url(str(exc.request.url))}" if _has_request(exc) else (
+            exc.__class__.__name__)  # fmt: skip
+        if isinstance(exc, httpx.HTTPStatusError):
+            detail = f"HTTP {exc.response.status_code} from {redact_url(str(exc.request.url))}"
+        return McpSessionError(CONNECT_FAILED if connecting else TRANSPORT_ERROR, f"Server '{name}': {detail}.")
+    if isinstance(exc, OSError) and connecting and connection.transport == STDIO:
+        cwd = connection.config.cwd
+        if cwd is not None and not os.path.isdir(cwd):
+            return McpSessionError(CONNECT_FAILED, f"The working directory {cwd!r} of '{name}' does not exist.")
+        return McpSessionError(
+            CONNECT_FAILED, f"Could not start {connection.config.command!r} for '{name}': {exc.strerror or exc}."
+        )
+    code = CONNECT_FAILED if connecting else TRANSPORT_ERROR
+    return McpSessionError(code, f"Server '{name}': {exc.__class__.__name__}: {str(exc)[:SHOWN_CHARS]}{hint}")
+
+
+# purra-mcp's codes carry no message (remote text is never attached); these say what each means.
+_ADAPTER_MESSAGES = {
+    "mcp_protocol_unsupported": "negotiated a protocol version PurrA does not accept (it accepts 2025-06-18 "
+    "and 2025-11-25)",
+    "mcp_catalog_limit_exceeded": "the tool catalog exceeds PurrA's limits (pages, tool count, catalog, "
+    "schema or description bytes)",
+    "mcp_pagination_invalid": "tools/list returned an invalid cursor (empty, over 512 bytes, or repeated)",
+    "mcp_name_conflict": "two tools (or two bindings) share a name",
+    "mcp_catalog_invalid": "the tool listing is not valid JSON that PurrA can measure",
+    "mcp_tools_unavailable": "the server does not advertise the tools capability",
+    "mcp_schema_unsupported": "a tool's schema is outside PurrA's purra.output-schema/v1 profile",
+    "mcp_tool_unsupported": "the tool requires task-augmented execution, which PurrA does not use",
+    "mcp_binding_missing": "a bound tool is no longer listed",
+    "mcp_binding_invalid": "a binding is invalid (local name, title or scope validator)",
+    "mcp_catalog_stale": "its tools changed since they were listed; call refresh()",
+    "mcp_connection_closed": "the session is closed",
+    "mcp_not_initialized": "the session is not initialized",
+    TIMEOUT: "did not answer within the time limit",
+    PROTOCOL_ERROR: "answered with a protocol error",
+    TRANSPORT_ERROR: "the transport failed",
+}
+
+
+def _has_request(exc: Exception) -> bool:
+    try:
+        exc.request  # type: ignore[attr-defined]  # noqa: B018 - httpx raises when no request is attached
+    except RuntimeError:
+        return False
+    return True
+
+
+@asynccontextmanager
+async def _http_client(config: ServerConfig, log: SessionLog) -> AsyncIterator[Any]:
+    """Our own httpx client: config timeouts, and redirects followed only within the server's origin,
+    so custom headers (credentials) never reach another origin."""
+    import httpx
+
+    origin = _origin(httpx.URL(config.url or ""))
+
+    async def same_origin_only(request: httpx.Request) -> None:
+        if _origin(request.url) != origin:
+            log.add(EVENT_ERROR, f"refused a redirect to another origin: {redact_url(str(request.url))}")
+            raise httpx.UnsupportedProtocol(
+                "redirect to another origin refused (headers are never sent there)", request=request
+            )
+
+    timeout = httpx.Timeout(config.timeout, read=max(config.timeout, 300.0))
+    async with httpx.AsyncClient(
+        headers=dict(config.headers or {}),
+        timeout=timeout,
+        follow_redirects=True,
+        event_hooks={"request": [same_origin_only]},
+    ) as client:
+        yield client
+
+
+def _origin(url: Any) -> tuple[str, str, int | None]:
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, url.port or default
+
+
+__all__ = ["CancelToken", "Connection", "Deadline", "LogEntry", "SessionLog", "StderrTail"]

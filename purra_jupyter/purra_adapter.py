@@ -1,0 +1,133 @@
+"""The one place that uses private names of purra and purra-mcp (both pinned to 1.0.3).
+
+A verdict here must be the one a PurrA host reaches, so the kit runs purra-mcp's own schema contract,
+byte count, listing request and failure codes rather than copies of them. Those are private in purra,
+so they may move in any release: ``problems()`` names what moved, and ``check()`` (run at connect)
+refuses to go on with one clear sentence instead of failing later with a misleading code.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+from dataclasses import replace
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, NoReturn
+
+from .errors import McpSessionError
+from .wire import PURRA_INCOMPATIBLE
+
+PINNED = {"purra": "1.0.3", "purra-mcp": "1.0.3"}
+# Every private name the kit uses, as "module:name", with what the kit uses it for.
+GUARDED = {
+    "purra_mcp:_remote_contract": "the schema contract of a listed tool (verdicts, argument checks)",
+    "purra_mcp:_bytes": "byte counts of listings and schemas, as purra-mcp measures them",
+    "purra_mcp:_fail": "purra-mcp's failure codes for the catalog listing",
+    "purra_mcp:_request": "one tools/list page under purra-mcp's limits and codes",
+    "purra.structured:_snapshot": "schema depth, node and size checks behind a verdict's reasons",
+    "purra.schema:_SCHEMA_KEYWORDS": "the keywords purra's profile walks (null keyword reasons)",
+}
+_CHANGE = "pin purra==1.0.3 and purra-mcp==1.0.3, or update purra_jupyter/purra_adapter.py for the new release"
+
+
+def problems() -> list[str]:
+    """One sentence per pinned version that differs and per guarded name that is gone; empty when all hold."""
+    found = []
+    for package, pinned in PINNED.items():
+        try:
+            installed = version(package)
+        except PackageNotFoundError:
+            installed = "none"
+        if installed != pinned:
+            found.append(f"{package} {installed} is installed, but purra-jupyter is built on {pinned}: {_CHANGE}.")
+    for guarded, use in GUARDED.items():
+        module, name = guarded.split(":")
+        if not hasattr(importlib.import_module(module), name):
+            found.append(f"{module}.{name} ({use}) no longer exists in the installed {module}: {_CHANGE}.")
+    return found
+
+
+@functools.cache
+def check() -> None:
+    """Raise ``mcp_purra_incompatible`` naming the first problem; cached, so a connect pays it once."""
+    found = problems()
+    if found:
+        check.cache_clear()
+        raise McpSessionError(PURRA_INCOMPATIBLE, found[0])
+
+
+def _private(guarded: str) -> Any:
+    module, name = guarded.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def canonical_json(value: Any) -> str:
+    """One text per JSON value (sorted keys, no spaces): the key of the contract caches and the digest's fallback."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def remote_contract(schema: Any, limits: Any) -> Any:
+    """purra-mcp's contract for a listed schema (its ``McpAdapterError`` when it refuses one), built once
+    per distinct schema: building one costs more than a call, and big catalogs repeat their schemas."""
+    outcome = _contract_of(canonical_json(schema), limits)
+    if isinstance(outcome, Exception):
+        raise outcome.with_traceback(None)
+    return outcome
+
+
+@functools.lru_cache(maxsize=1024)
+def _contract_of(schema_text: str, limits: Any) -> Any:
+    from purra_mcp import McpAdapterError
+
+    try:
+        return _private("purra_mcp:_remote_contract")(json.loads(schema_text), limits)[0]
+    except McpAdapterError as error:
+        return error
+
+
+def clear_contract_cache() -> None:
+    """Forget every contract built so far (the discovery benchmark measures a server never seen)."""
+    _contract_of.cache_clear()
+
+
+def json_bytes(value: Any) -> int:
+    """The size purra-mcp gives a JSON value (compact UTF-8); raises on values JSON cannot carry."""
+    return _private("purra_mcp:_bytes")(value)
+
+
+def fail(code: str) -> NoReturn:
+    """Raise purra-mcp's own ``McpAdapterError`` with ``code``."""
+    _private("purra_mcp:_fail")(code)
+    raise AssertionError("unreachable")  # purra-mcp's _fail always raises
+
+
+async def list_page(client: Any, cursor: str | None, limits: Any) -> Any:
+    """One ``tools/list`` page, sent and refused exactly as ``discover_mcp_tools`` does (its codes)."""
+    from mcp import types
+
+    params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+    request = types.ClientRequest(types.ListToolsRequest(params=params))
+    return await _private("purra_mcp:_request")(client, request, types.ListToolsResult, limits, None)
+
+
+def schema_shape_problem(body: Any, limits: Any) -> tuple[str, Any] | None:
+    """Why purra's snapshot refuses ``body`` as a schema (depth, nodes, bytes, numbers), with the profile's
+    limits it used; ``None`` when it accepts it."""
+    from purra.structured import StructuredOutputLimits
+
+    profile = replace(
+        StructuredOutputLimits(), schema_bytes=limits.max_schema_bytes, output_bytes=limits.max_result_bytes
+    )
+    try:
+        _private("purra.structured:_snapshot")(
+            body, depth=profile.schema_depth, nodes=profile.schema_nodes, byte_limit=profile.schema_bytes
+        )
+    except ValueError as error:
+        return str(error), profile
+    return None
+
+
+def schema_keywords() -> frozenset[str]:
+    """The keywords purra's profile knows and walks."""
+    return frozenset(_private("purra.schema:_SCHEMA_KEYWORDS"))

@@ -1,0 +1,102 @@
+"""The approval widget: nothing is sent to a server until a person approved that exact call.
+
+An approval covers one call (or one batch of calls, see ``evaluate``): server, tool, the digest of
+the arguments and the catalog revision. ``PendingCall`` is the call lifecycle's ``Call`` with this
+widget on top: a click approves or denies through the same state machine as code does, so a clicked
+call settles exactly like one approved in code (``done``, ``denied`` or ``void``, never stuck).
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+import ipywidgets as widgets
+from traitlets import dlink
+
+from ..calls import Call
+from ..wire import DENIED, DONE, VOID
+
+HINTS_LABEL = "server hints — grant no authority"
+
+
+class PendingCall(Call):
+    """A call waiting for a decision; displays as the approval widget. ``result`` is set once decided."""
+
+    def __init__(self, job: Any) -> None:
+        super().__init__(job)
+        self.widget = ApprovalWidget(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
+        bundle["text/plain"] = repr(self)
+        return bundle
+
+
+class ApprovalWidget(widgets.VBox):
+    """What the person decides on: the server, the tool, what approving declares, the exact arguments."""
+
+    def __init__(self, call: Call) -> None:
+        job = call.job
+        self.approve_button = widgets.Button(description="Approve", button_style="success", icon="check")
+        self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
+        self.approve_button.on_click(lambda _: call.approve("approved by a click"))
+        self.deny_button.on_click(lambda _: call.deny("denied by a click"))
+        self.status = widgets.HTML(_status_html(call.state))
+        self.output = widgets.Output()
+        progress = []
+        total = getattr(job, "progress_total", None)
+        if total is not None:  # a batch: a bar that follows its settled rows
+            bar = widgets.IntProgress(min=0, max=max(total, 1))
+            dlink((job, "finished"), (bar, "value"))
+            progress.append(bar)
+        call.observe(self._changed, names="state")
+        self._call = call
+        super().__init__(
+            [
+                widgets.HTML(_details_html(call)),
+                widgets.HBox([self.approve_button, self.deny_button, self.status]),
+                *progress,
+                self.output,
+            ]
+        )
+        self.add_class("purra-approval")
+
+    def _changed(self, change: dict[str, Any]) -> None:
+        """Follow the call's state (from any thread: widget traits and ``Output`` only); once it settled,
+        disable the buttons and show the result."""
+        self.status.value = _status_html(change["new"])
+        self.approve_button.disabled = self.deny_button.disabled = True  # decided
+        if change["new"] in (DONE, DENIED, VOID):
+            for item in self._call.job.shown(self._call.result):
+                self.output.append_display_data(item)
+
+
+def _status_html(state: str) -> str:
+    return f"<span class='purra-approval-state'>{escape(state)}</span>"
+
+
+def _details_html(call: Call) -> str:
+    job = call.job
+    connection = call.connection
+    tool = job.tool
+    path = "raw MCP call, outside the PurrA contract" if job.raw else "PurrA read tool"
+    verdict = "callable under PurrA" if tool.callable else "outside the PurrA profile: " + "; ".join(tool.reasons)
+    hints = dict(tool.annotations)
+    rows = [
+        ("server", f"{connection.name} ({connection.transport}: {connection.config.target})"),
+        ("tool", f"{tool.title or tool.name} ({job.remote}) — {path}"),
+        ("verdict", verdict),
+    ]
+    rows.extend(job.detail_rows)
+    if job.declaration:
+        rows.append(("declares", job.declaration))
+    rows.append((HINTS_LABEL, json.dumps(hints, ensure_ascii=False) if hints else "none"))
+    rows.append(("arguments digest", call.arguments_digest))
+    body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
+    label, shown = job.shown_arguments
+    arguments = escape(json.dumps(shown, indent=2, ensure_ascii=False))
+    return (
+        f"<div><b>{escape(job.question)}</b></div><table>{body}</table><div>{escape(label)}</div><pre>{arguments}</pre>"
+    )
