@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
+import jsonschema
 from conftest import demo_config, wait_until
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from purra_mcp import McpAdapterError, McpToolLimits, _remote_contract
 
 import purra_jupyter as pj
 from purra_jupyter.calls import argument_checker
 from purra_jupyter.ui.approval import PendingCall
-from purra_jupyter.ui.forms import UNSET_LABEL, ArrayField, SchemaForm, UnionField
+from purra_jupyter.ui.forms import (
+    UNSET_LABEL,
+    ArrayField,
+    BooleanField,
+    ChoiceField,
+    FieldError,
+    JsonField,
+    NumberField,
+    ObjectField,
+    SchemaForm,
+    TextField,
+    UnionField,
+)
 
 LIMITS = McpToolLimits()
 
@@ -208,21 +223,212 @@ ROOTS = st.builds(
 TEXTS = st.sampled_from(["", "x", "ab", "abc", "-1", "0", "1", "3", "2.5", "1e3", "7", "true", "null", "{}"])
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(schema=ROOTS, edits=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 10), TEXTS), max_size=25))
-def test_forms_give_contract_valid_arguments_or_refuse(schema: dict, edits: list[tuple[int, int, str]]) -> None:
+def independent_validator(schema: dict) -> jsonschema.protocols.Validator:
+    """JSON Schema 2020-12 itself, not purra's contract: an oracle the form's own check does not share."""
+    return jsonschema.Draft202012Validator(schema)
+
+
+def profile_schema(schema: dict) -> bool:
     try:
         _remote_contract(schema, LIMITS)
     except McpAdapterError:
-        return  # not a profile schema: such tools get the JSON editor instead
+        return False  # not a profile schema: such tools get the JSON editor instead
+    return True
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schema=ROOTS, edits=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 10), TEXTS), max_size=25))
+def test_whatever_a_person_edits_the_form_gives_valid_arguments_or_none(
+    schema: dict, edits: list[tuple[int, int, str]]
+) -> None:
+    assume(profile_schema(schema))
     form = form_for(schema)
+    validator = independent_validator(schema)
     for which, choice, text in edits:
         fields = list(form.fields.values())
         _edit(fields[which % len(fields)], choice, text)
         arguments = form.arguments()
         assert form.review_button.disabled == (arguments is None)
         if arguments is not None:
-            assert contract_accepts(schema, arguments), (schema, arguments)
+            assert validator.is_valid(arguments), (schema, arguments)
+
+
+BOUNDED_LEAVES = st.one_of(
+    st.builds(lambda low, high: {"type": "string", "minLength": low, "maxLength": low + high},
+              st.integers(1, 2), st.integers(0, 3)),
+    st.builds(lambda kind, low, high: {"type": kind, "minimum": low, "maximum": high},
+              st.sampled_from(["integer", "number"]), st.integers(-5, 0), st.integers(0, 5)),
+)  # fmt: skip
+# Roots that hold at least one bounded field somewhere, so the refusal half of the property has work to do.
+BOUNDED_ROOTS = st.builds(
+    lambda root, leaf, required, nest: _with_leaf(root, leaf, required, nest), ROOTS, BOUNDED_LEAVES, st.booleans(),
+    st.booleans(),
+)  # fmt: skip
+
+
+def _with_leaf(root: dict, leaf: dict, required: bool, nest: bool) -> dict:
+    child = {"type": "object", "properties": {"z": leaf}, "required": ["z"]} if nest else leaf
+    return {
+        **root,
+        "properties": {**root["properties"], "z": child},
+        "required": [*root["required"], *(["z"] if required else [])],
+    }
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(schema=st.one_of(ROOTS, BOUNDED_ROOTS), data=st.data())
+def test_a_valid_value_comes_back_exactly_and_one_out_of_bounds_is_refused(schema: dict, data: st.DataObject) -> None:
+    """A form must give exactly the valid value a person enters; then one field set beyond its bounds (a
+    maximum, a minimum, a maxLength) must be refused, at that field's path."""
+    assume(profile_schema(schema))
+    value = data.draw(values_for(schema))
+    # An empty text field means "not set", so a form cannot give the empty string; any other valid value it must.
+    assume("" not in texts_in(value) and independent_validator(schema).is_valid(value))
+    assume(contract_accepts(schema, value))
+    form = form_for(schema)
+    enter(form.root, value)
+    assert exact(form.arguments()) == exact(value), form.problem.value
+    assert not form.review_button.disabled
+
+    bounded = [(path, field) for path, field in form.fields.items() if _bounded(field) and _present(value, path)]
+    event("a field out of bounds" if bounded else "no bounded field")
+    if bounded:
+        path, field = data.draw(st.sampled_from(bounded))
+        field.input.value = _beyond(field.schema)
+        assert form.arguments() is None and form.review_button.disabled
+        # The refusal names the field, or the anyOf/oneOf holding it (the contract cannot tell which branch).
+        [reported] = re.findall(r">(\$[^:]*):", form.problem.value)
+        assert path == reported or path.startswith((reported + ".", reported + "[")), (path, reported)
+
+
+# --- helpers of the properties: valid values for a schema, and entering them as a person would ----------
+
+
+def values_for(schema: dict) -> st.SearchStrategy[Any]:
+    """Values meant to be valid for ``schema`` (the tests keep those an independent validator accepts)."""
+    for keyword in ("anyOf", "oneOf"):
+        if keyword in schema:
+            base = {key: value for key, value in schema.items() if key != keyword}
+            return st.one_of([values_for({**base, **branch}) for branch in schema[keyword]])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return st.one_of([values_for({**schema, "type": one}) for one in kind])
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    if "const" in schema:
+        return st.just(schema["const"])
+    if kind == "object":
+        properties, required = schema.get("properties") or {}, set(schema.get("required") or ())
+        return st.fixed_dictionaries(
+            {name: values_for(child) for name, child in properties.items() if name in required},
+            optional={name: values_for(child) for name, child in properties.items() if name not in required},
+        )
+    if kind == "array":
+        return st.lists(values_for(schema.get("items") or {}), max_size=min(schema.get("maxItems", 3), 3))
+    if kind == "string":
+        return st.text("abz XY", min_size=schema.get("minLength", 0), max_size=schema.get("maxLength", 6))
+    if kind == "integer":
+        return st.integers(schema.get("minimum", -100), schema.get("maximum", 100))
+    if kind == "number":
+        low, high = schema.get("minimum", -100), schema.get("maximum", 100)
+        return st.one_of(st.integers(low, high), st.floats(low, high, allow_nan=False).map(lambda x: round(x, 3)))
+    if kind == "boolean":
+        return st.booleans()
+    if kind == "null":
+        return st.none()
+    return st.one_of(st.integers(-5, 5), st.text("ab", max_size=3), st.booleans(), st.none())
+
+
+def texts_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for child in value.values() for text in texts_in(child)]
+    if isinstance(value, list):
+        return [text for child in value for text in texts_in(child)]
+    return []
+
+
+def exact(value: Any) -> str:
+    """A text that tells 1 from 1.0 and from True (Python's == does not)."""
+    return json.dumps(value, sort_keys=True)
+
+
+def enter(field: Any, value: Any) -> bool:
+    """Make ``field`` hold ``value`` with the widgets a person uses; ``False`` if the field cannot."""
+    if isinstance(field, UnionField):
+        for index, branch in enumerate(field.branches):
+            field.selector.value = index
+            if enter(branch, value) and _holds(branch, value):
+                return True
+        return False
+    if isinstance(field, ObjectField):
+        if not isinstance(value, dict):
+            return False
+        if field.include is not None:
+            field.include.value = True
+        return all(enter(field.children[name], item) for name, item in value.items() if name in field.children)
+    if isinstance(field, ArrayField):
+        if not isinstance(value, list):
+            return False
+        if field.include is not None:
+            field.include.value = True
+        while field.rows:
+            field.remove_row(field.rows[-1])
+        return all(enter(field.add_row(), item) for item in value)
+    if isinstance(field, ChoiceField):  # enum, const and null
+        index = next((i for i, known in enumerate(field.values) if exact(known) == exact(value)), None)
+        if index is not None:
+            field.input.value = index
+        return index is not None
+    if isinstance(field, BooleanField):
+        if not isinstance(value, bool):
+            return False
+        field.input.value = value
+        return True
+    if isinstance(field, JsonField):
+        field.input.value = json.dumps(value)
+        return True
+    if isinstance(field, NumberField | TextField):
+        field.input.value = value if isinstance(value, str) else json.dumps(value)
+        return isinstance(value, str) == isinstance(field, TextField) and not isinstance(value, bool)
+    return False
+
+
+def _holds(field: Any, value: Any) -> bool:
+    try:
+        return exact(field.value()) == exact(value)
+    except FieldError:
+        return False
+
+
+def _bounded(field: Any) -> bool:
+    schema = field.schema
+    if isinstance(field, NumberField):
+        return "maximum" in schema or "minimum" in schema
+    return isinstance(field, TextField) and "maxLength" in schema
+
+
+def _beyond(schema: dict) -> str:
+    """A text just outside the field's bounds."""
+    if "maxLength" in schema:
+        return "x" * (schema["maxLength"] + 1)
+    if "maximum" in schema:
+        return str(schema["maximum"] + 1)
+    return str(schema["minimum"] - 1)
+
+
+def _present(value: Any, path: str) -> bool:
+    """Whether ``path`` (``$.a[0].b``) names a place that holds something in ``value``."""
+    for step in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path[1:]):
+        name, index = step
+        if name and isinstance(value, dict) and name in value:
+            value = value[name]
+        elif index and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            return False
+    return True
 
 
 def _edit(field: Any, choice: int, text: str) -> None:

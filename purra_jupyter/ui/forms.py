@@ -109,9 +109,12 @@ class BooleanField(Field):
 class ChoiceField(Field):
     """``enum`` and ``const``: a dropdown of the allowed values (shown as JSON)."""
 
+    def choices(self) -> list[Any]:
+        return self.schema["enum"] if "enum" in self.schema else [self.schema["const"]]
+
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        values = self.schema["enum"] if "enum" in self.schema else [self.schema["const"]]
+        values = self.choices()
         options = [(json.dumps(value, ensure_ascii=False), index) for index, value in enumerate(values)]
         if not self.required:
             options.insert(0, (UNSET_LABEL, -1))
@@ -124,13 +127,11 @@ class ChoiceField(Field):
         return _UNSET if self.input.value == -1 else self.values[self.input.value]
 
 
-class NullField(Field):
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.widget = self.box(widgets.HTML("<code>null</code>"))
+class NullField(ChoiceField):
+    """``type: null``: its one value, which an optional field may leave out like any other."""
 
-    def value(self) -> Any:
-        return None
+    def choices(self) -> list[Any]:
+        return [None]
 
 
 class JsonField(Field):
