@@ -77,6 +77,10 @@ CELLS = {
     ),
     "xss_envelope": 'xss.call("tool_000", {"x": "y"}, approve=True)',
     "xss_raw": 'xss.call("tool_001", {"x": "y"}, raw=True, approve=True)',
+    "rpc_raw": (
+        f'rpc = pj.connect(pj.ServerConfig("rpc", command=sys.executable, args=[{str(RAW_SERVER)!r}, '
+        '"--call-result", "rpc-error"]))\nrpc.call("tool_000", {"x": "y"}, raw=True, approve=True)'
+    ),
     "close": (
         'for session in pj.sessions():\n    session.close("browser test done")\n'
         "(pending.state, pending.result.error_code, demo.state, xss.state)"
@@ -329,6 +333,14 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
         expect(xss_raw).to_contain_text(f"uri: {XSS_URI}")
         browser.screenshot(f"{lab.label}-04a-xss-catalog-and-envelope", xss_catalog)
         browser.screenshot(f"{lab.label}-04b-xss-raw-result", xss_raw)
+
+        # A JSON-RPC error on the raw path: the server's own words, labelled as such, drawn as text.
+        rpc_raw = browser.output("rpc_raw", RAW_RESULT)
+        expect(rpc_raw).to_contain_text("the server's own words", timeout=STEP)
+        expect(rpc_raw.locator("pre", has_text="JSON-RPC error -32603: getaddrinfo ENOTFOUND")).to_be_visible()
+        expect(rpc_raw.locator("pre", has_text=XSS_SCRIPT)).to_be_visible()
+        expect(rpc_raw).to_contain_text("mcp_protocol_error")
+        browser.screenshot(f"{lab.label}-04c-raw-server-error", rpc_raw)
 
         hazards = page.evaluate(
             """() => {

@@ -18,6 +18,7 @@ export const CATALOG_MIME = 'application/vnd.purra.catalog+json';
 
 /** The label every raw result carries (same words as RAW_LABEL in envelope.py). */
 const RAW_LABEL = 'raw MCP result, outside the PurrA contract';
+const SERVER_WORDS = "the server's own words";
 
 /** The only images shown: these types, as base64 data URIs. */
 const IMAGE_TYPES: ReadonlyArray<string> = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
@@ -115,6 +116,14 @@ export class RawResultRenderer extends PurraRenderer {
     node.appendChild(Private.el('div', CLASS.rawLabel, RAW_LABEL));
     node.appendChild(Private.header('raw result', data));
     Private.appendMessage(node, data);
+    const serverText = Private.asText(data.serverText);
+    if (serverText) {
+      // The server's own words (a JSON-RPC error): labelled as such, drawn as text.
+      const words = Private.el('div', CLASS.block);
+      words.appendChild(Private.el('div', CLASS.blockType, SERVER_WORDS));
+      words.appendChild(Private.pre(serverText));
+      node.appendChild(words);
+    }
     const result = Private.asObject(data.result) ?? {};
     if (result.isError === true) {
       node.appendChild(Private.el('p', CLASS.error, 'The server flagged this result isError: true.'));
