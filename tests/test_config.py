@@ -7,7 +7,7 @@ import json
 import pytest
 
 import purra_jupyter as pj
-from purra_jupyter.config import ServerConfig, load_servers
+from purra_jupyter.config import Scrubber, ServerConfig, load_servers
 
 SECRET = "s3cr3t-token-value"
 
@@ -165,3 +165,15 @@ def test_load_servers_missing_file(tmp_path) -> None:
         load_servers(tmp_path / "absent.json")
     assert caught.value.code == "mcp_config_invalid"
     assert "Cannot read" in caught.value.message
+
+
+def test_the_scrubber_hides_every_configured_secret_value_in_server_text() -> None:
+    config = ServerConfig("web", url="https://example.org/mcp", headers={"Authorization": "Bearer tok-123456"})
+    assert set(config.secrets) == {"Bearer tok-123456", "tok-123456"}
+    scrub = Scrubber(config.secrets)
+    assert scrub("got Bearer tok-123456 and tok-123456.") == "got *** and ***."
+    stdio = ServerConfig("s", command="server", env={"API_KEY": "k-9999", "DEBUG": "1", "MODE": "abc"})
+    scrub = Scrubber(stdio.secrets)
+    # Values of fewer than 4 characters are not searched for: "1" would shred every number in the text.
+    assert scrub("key k-9999, debug 1, mode abc") == "key ***, debug 1, mode abc"
+    assert Scrubber([])("nothing to hide") == "nothing to hide"

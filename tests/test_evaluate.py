@@ -157,6 +157,7 @@ def test_an_interrupt_stops_the_batch_and_keeps_the_finished_rows(demo: pj.McpSe
     # The session is usable, and the rows after the interrupt never reached the server.
     assert demo.call("echo", {"text": "still here"}, approve=True).structured == {"text": "still here"}
     assert server_counts(demo)["counts"].get("sleep", 0) <= 3
+    wait_until(lambda: "sleep: cancelled" in demo.stderr, what="the long row to be cancelled on the server")
 
 
 def test_one_approval_widget_covers_the_batch(demo: pj.McpSession) -> None:

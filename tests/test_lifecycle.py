@@ -183,3 +183,17 @@ def test_bind_and_refresh_end_within_their_deadline_and_the_session_stays_usable
         wait_until(lambda: len(session.log.events("cancel")) >= 4, timeout=15, what="the late pages to be discarded")
         assert session.ping(timeout=15) >= 0
         assert session.state == "ready"
+
+
+def test_cancelling_a_running_call_stops_it_on_the_server() -> None:
+    with pj.connect(demo_config("cancelled")) as session:
+        pending = session.call("sleep", {"seconds": 30}, timeout=60)
+        pending.approve()
+        wait_until(lambda: "sleep: 30 s" in session.stderr, what="the server to start sleeping")
+        pending.cancel()
+        wait_until(lambda: pending.state == "done", what="the cancelled call to settle")
+        assert pending.result.error_code == "mcp_interrupted"
+        assert "the call was cancelled" in pending.result.message
+        wait_until(lambda: "sleep: cancelled" in session.stderr, what="the server to stop")
+        wait_until(lambda: any("discarded" in row.detail for row in session.log.events("cancel")), what="late answer")
+        assert session.state == "ready" and session.ping() >= 0
