@@ -536,13 +536,7 @@ class Connection(HasTraits):
         if cancel is not None and cancel.code is not None:
             raise McpSessionError(cancel.code, f"{cancel.reason}; nothing was sent.")
         request = _Request(self)
-        limit = (
-            timeout.remaining()
-            if isinstance(timeout, Deadline)
-            else self.config.timeout
-            if timeout is None
-            else timeout
-        )
+        limit = self._seconds(timeout)
         loop = asyncio.get_running_loop()
         timer = loop.call_later(
             limit,
@@ -571,6 +565,11 @@ class Connection(HasTraits):
                 self._forget(request, "the client stopped waiting for it")
         code, message = request.ended or (CONNECTION_CLOSED, f"Session '{self.name}' lost its connection.")
         raise McpSessionError(code, message)
+
+    def _seconds(self, timeout: float | Deadline | None) -> float:
+        if isinstance(timeout, Deadline):
+            return timeout.remaining()
+        return self.config.timeout if timeout is None else timeout
 
     def abandon(self, request: _Request, code: str, reason: str, message: str | None = None) -> None:
         """Stop waiting for ``request`` (on the loop): cancel what it sent on the server (telling it ``reason``)
