@@ -438,7 +438,7 @@ class Connection(HasTraits):
     def mark_current(self, revision: int) -> None:
         """``ready`` if no ``tools/list_changed`` came since ``revision`` was listed, else ``stale``. Call it
         on the loop (where notifications are handled), so none can slip in between."""
-        if self.state in (CONNECTING, READY, STALE):
+        if self.state in (CONNECTING, READY, STALE) and not self._cause:
             self._set_state(READY if self.monitor.revision == revision else STALE)
 
     def _set_state(self, state: str) -> None:
@@ -502,6 +502,8 @@ class Connection(HasTraits):
         if self.state in (CLOSED, FAILED) or self._closing:
             how = f"Open a new one with pj.connect() ({self._cause})." if self._cause else "Open a new one."
             raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' is {self.state}. {how}")
+        if self._cause:  # failed while connecting: the state stays "connecting" until connect() gives up
+            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' lost its connection: {self._cause}.")
 
     def request(
         self,

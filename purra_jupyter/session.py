@@ -357,6 +357,7 @@ def connect(
 async def _first_catalog(connection: Connection, client: Any) -> Catalog:
     catalog = await build_catalog(connection, client)
     connection.mark_current(catalog.revision)
+    connection.check_usable()  # a connection that failed while listing (garbage on stdout) fails connect
     return catalog
 
 

@@ -85,6 +85,16 @@ def test_non_json_on_stdout_after_ready_fails_the_session_with_the_cause_in_the_
     assert session.state == "closed"
 
 
+def test_a_connection_that_fails_while_connecting_never_comes_back_ready(no_child_left: None) -> None:
+    """The garbage line may come before, during or after the listing request starts: whichever it is, connect
+    fails with the cause (a race that once let about one connect in ten through as 'ready')."""
+    for attempt in range(30):
+        with pytest.raises(pj.McpSessionError) as caught:
+            pj.connect(raw_config(f"garbage-{attempt}", "--fault", "garbage-at-once", timeout=TIMEOUT))
+        assert caught.value.code == "mcp_connection_closed" and "not valid JSON-RPC" in caught.value.message
+    assert pj.sessions() == []
+
+
 QUIET_SCRIPT = """
 import sys
 import purra_jupyter as pj
