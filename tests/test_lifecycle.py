@@ -49,6 +49,8 @@ def test_a_late_answer_is_discarded_and_the_session_stays_ready(
     transport: tuple[pj.McpSession, Callable[[], str]],
 ) -> None:
     session, stderr = transport
+    session.bind("sleep")  # bound first, so a call's short timeout is all the call's own
+    session.bind("echo")
     changes: list[str] = []
     session.observe(lambda change: changes.append(change["new"]), names="state")
     last_late_answer = 0.0
