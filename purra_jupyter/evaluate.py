@@ -215,7 +215,8 @@ class Batch(HasTraits):
         their results) and the wait ends once every row has settled."""
         from tqdm.auto import tqdm
 
-        with tqdm(total=len(self.results), desc=self.local, unit="call", initial=self.finished) as bar:
+        refused = len(self.results) - len(self.to_send)  # settled before the approval; every row sent is queued
+        with tqdm(total=len(self.results), desc=self.local, unit="call", initial=refused) as bar:
             try:
                 while self._settled.get() is not None:
                     bar.update(1)
