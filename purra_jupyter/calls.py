@@ -27,7 +27,7 @@ from . import runner
 from .bindings import Bindings, make_binding
 from .catalog import ToolVerdict
 from .config import check_timeout
-from .connection import SHOWN_CHARS, CancelToken, Connection
+from .connection import CancelToken, Connection, shown
 from .envelope import Envelope, RawResult
 from .errors import HostCodeError, McpSessionError
 from .purra_adapter import canonical_json, json_bytes, remote_contract
@@ -134,7 +134,7 @@ class CallPlan:
 
     def wait(self, future: Future[Any], cancel: CancelToken) -> None:
         """Wait in the kernel's thread; an interrupt cancels the call and raises ``mcp_interrupted``."""
-        runner.wait(future, on_interrupt=lambda: cancel.cancel(INTERRUPTED, "interrupted by the user"))
+        runner.wait(future, on_interrupt=cancel.interrupt)
 
     def shown(self, result: Result) -> tuple[Any, ...]:
         return (result,)
@@ -194,9 +194,9 @@ async def send(plan: CallPlan, cancel: CancelToken | None = None) -> Result:
     try:
         result = await plan.connection.run(lambda client: _execute(plan, client), plan.timeout, cancel)
     except McpSessionError as error:
-        result = plan.fail(error.code, error.message, _ms_since(started))
+        result = plan.fail(error.code, error.message, ms_since(started))
     except Exception as error:  # the kit's own code failed: still this call's result, with a code
-        result = plan.fail(HOST_ERROR, f"the kit failed: {error.__class__.__name__}: {error}", _ms_since(started))
+        result = plan.fail(HOST_ERROR, f"the kit failed: {error.__class__.__name__}: {error}", ms_since(started))
     return record(plan, result)
 
 
@@ -223,11 +223,11 @@ async def _execute(plan: CallPlan, client: ClientSession) -> Result:
     try:
         result = await registration.handler(None, plan.arguments)
     except HostCodeError as error:
-        return plan.fail(HOST_ERROR, str(error), _ms_since(started))
+        return plan.fail(HOST_ERROR, str(error), ms_since(started))
     except Exception as error:  # purra-mcp's handler catches every server failure: this is the host's
         message = f"purra-mcp's handler raised {error.__class__.__name__}: {error}"
-        return plan.fail(HOST_ERROR, message, _ms_since(started))
-    return Envelope(plan.connection.name, plan.local, result.content, result.error_code, _ms_since(started))
+        return plan.fail(HOST_ERROR, message, ms_since(started))
+    return Envelope(plan.connection.name, plan.local, result.content, result.error_code, ms_since(started))
 
 
 async def _call_raw(plan: CallPlan, client: ClientSession) -> RawResult:
@@ -244,20 +244,18 @@ async def _call_raw(plan: CallPlan, client: ClientSession) -> RawResult:
     except McpError as error:
         if error.error.code == types.CONNECTION_CLOSED:
             raise
-        words = plan.connection.scrub(" ".join(str(error.error.message).split()))
-        shown = words[:SHOWN_CHARS] + ("…" if len(words) > SHOWN_CHARS else "")
         return RawResult(
             plan.connection.name,
             plan.remote,
             error_code=PROTOCOL_ERROR,
-            elapsed_ms=_ms_since(started),
+            elapsed_ms=ms_since(started),
             message="the server answered with a JSON-RPC error instead of a result",
-            server_text=f"JSON-RPC error {error.error.code}: {shown}",
+            server_text=f"JSON-RPC error {error.error.code}: {shown(plan.connection.scrub(str(error.error.message)))}",
         )
     except (ValueError, TypeError):
         message = "the server's answer is not a tools/call result; nothing is shown"
-        return plan.fail(RESULT_INVALID, message, _ms_since(started))
-    elapsed = _ms_since(started)
+        return plan.fail(RESULT_INVALID, message, ms_since(started))
+    elapsed = ms_since(started)
     if not _plain_json(result.model_dump(by_alias=True, exclude_none=True)):
         message = "the result holds a number JSON cannot carry (NaN or Infinity); nothing is shown"
         return plan.fail(RESULT_INVALID, message, elapsed)
@@ -285,7 +283,8 @@ def _plain_json(value: Any) -> bool:
     return True
 
 
-def _ms_since(started: float) -> float:
+def ms_since(started: float) -> float:
+    """Milliseconds since ``started`` (a ``time.perf_counter()`` reading)."""
     return (time.perf_counter() - started) * 1000
 
 

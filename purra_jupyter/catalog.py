@@ -260,10 +260,6 @@ def _schema_accepted(schema: Any, limits: McpToolLimits) -> bool:
     return True
 
 
-def _json_bytes(value: Any) -> int:
-    return purra_adapter.json_bytes(value)
-
-
 def verdict_of(tool: types.Tool, limits: McpToolLimits) -> ToolVerdict:
     """The verdict purra-mcp would reach on binding ``tool``, with a reason per problem."""
     listing = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -310,7 +306,7 @@ def verdict_of(tool: types.Tool, limits: McpToolLimits) -> ToolVerdict:
 
 def _safe_bytes(value: Any) -> int:
     try:
-        return _json_bytes(value)
+        return purra_adapter.json_bytes(value)
     except (TypeError, ValueError, OverflowError, RecursionError):
         return 0
 
@@ -336,7 +332,7 @@ def _body(schema: Any) -> Any:
 
 
 def _size_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
-    size = _json_bytes(schema)
+    size = purra_adapter.json_bytes(schema)
     if size > limits.max_schema_bytes:
         return [f"{where}: {size} bytes, over the {limits.max_schema_bytes}-byte limit — simplify the schema"]
     return []
@@ -484,7 +480,7 @@ async def list_tools(client: ClientSession, limits: McpToolLimits) -> list[types
     for _ in range(limits.max_pages):
         result = await purra_adapter.list_page(client, cursor, limits)
         try:
-            total += _json_bytes(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+            total += purra_adapter.json_bytes(result.model_dump(mode="json", by_alias=True, exclude_none=True))
         except (ValueError, TypeError, OverflowError, RecursionError):
             fail("mcp_catalog_invalid")
         if total > limits.max_catalog_bytes or len(seen) + len(result.tools) > limits.max_tools:

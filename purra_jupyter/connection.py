@@ -199,6 +199,10 @@ class CancelToken:
     def release(self, request: _Request) -> None:
         self._requests.discard(request)
 
+    def interrupt(self) -> None:
+        """What a kernel interrupt does to the waits this token covers."""
+        self.cancel(INTERRUPTED, "interrupted by the user")
+
     def cancel(self, code: str, reason: str) -> None:
         if self.code is not None:
             return
@@ -516,7 +520,7 @@ class Connection(HasTraits):
         and raises ``mcp_interrupted``."""
         token = cancel or CancelToken()
         future = runner.submit(self.run, func, timeout, token)
-        return runner.wait(future, on_interrupt=lambda: token.cancel(INTERRUPTED, "Interrupted"))
+        return runner.wait(future, on_interrupt=token.interrupt)
 
     def ping(self, *, timeout: float | None = None) -> float:
         """Ask the server for a ping; returns the round trip in milliseconds."""
@@ -666,8 +670,13 @@ def _offending(error: Exception) -> str:
             found = next((item.get("input") for item in errors() if isinstance(item.get("input"), str)), None)
         except Exception:
             found = None
-    text = found if isinstance(found, str) else " ".join(str(error).split())
-    return repr(text[:SHOWN_CHARS] + ("…" if len(text) > SHOWN_CHARS else ""))
+    return repr(shown(found if isinstance(found, str) else str(error)))
+
+
+def shown(text: str) -> str:
+    """Server text as a message quotes it: on one line, at most ``SHOWN_CHARS`` characters."""
+    text = " ".join(text.split())
+    return text[:SHOWN_CHARS] + ("…" if len(text) > SHOWN_CHARS else "")
 
 
 def _translate(exc: BaseException, connection: Connection, *, connecting: bool, deadline: Deadline | None) -> Any:
@@ -696,8 +705,9 @@ def _translate(exc: BaseException, connection: Connection, *, connecting: bool, 
                     CONNECT_FAILED, f"Server '{name}' closed the connection during initialize.{hint}"
                 )
             return McpSessionError(CONNECTION_CLOSED, f"Server '{name}' closed the connection.{hint}")
-        text = " ".join(exc.error.message.split())[:SHOWN_CHARS]
-        return McpSessionError(PROTOCOL_ERROR, f"Server '{name}' answered with error {code}: {text}")
+        return McpSessionError(
+            PROTOCOL_ERROR, f"Server '{name}' answered with error {code}: {shown(exc.error.message)}"
+        )
     if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
         # The transport's streams are gone: the server exited or the connection dropped.
         code = CONNECT_FAILED if connecting else CONNECTION_CLOSED
@@ -716,7 +726,7 @@ def _translate(exc: BaseException, connection: Connection, *, connecting: bool, 
             CONNECT_FAILED, f"Could not start {connection.config.command!r} for '{name}': {exc.strerror or exc}."
         )
     code = CONNECT_FAILED if connecting else TRANSPORT_ERROR
-    return McpSessionError(code, f"Server '{name}': {exc.__class__.__name__}: {str(exc)[:SHOWN_CHARS]}{hint}")
+    return McpSessionError(code, f"Server '{name}': {exc.__class__.__name__}: {shown(str(exc))}{hint}")
 
 
 # purra-mcp's codes carry no message (remote text is never attached); these say what each means.

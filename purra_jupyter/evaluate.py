@@ -267,7 +267,7 @@ class Batch(HasTraits):
             counts=dict(Counter(result.error_code or "ok" for result in results)),
             p50_ms=float(latencies.quantile(0.5)) if len(latencies) else None,
             p95_ms=float(latencies.quantile(0.95)) if len(latencies) else None,
-            wall_ms=_ms_since(self._started),
+            wall_ms=calls.ms_since(self._started),
             concurrency=self.concurrency,
             passed=None if passed is None else sum(passed),
             failed=None if passed is None else len(passed) - sum(passed),
@@ -365,7 +365,3 @@ def _checked(check: Check, result: Result) -> tuple[bool, str]:
     if isinstance(verdict, str):
         return not verdict, verdict
     return False, f"check returned {type(verdict).__name__}, not bool or a message"
-
-
-def _ms_since(started: float) -> float:
-    return (time.perf_counter() - started) * 1000
