@@ -27,9 +27,9 @@ from . import runner
 from .bindings import Bindings, make_binding
 from .catalog import ToolVerdict
 from .config import check_timeout
-from .connection import CancelToken, Connection, shown
+from .connection import CancelToken, Connection
 from .envelope import Envelope, RawResult
-from .errors import HostCodeError, McpSessionError
+from .errors import HostCodeError, McpSessionError, shown
 from .purra_adapter import canonical_json, json_bytes, remote_contract
 from .wire import (
     APPROVAL_DENIED,

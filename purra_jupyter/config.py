@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
 from .errors import McpSessionError
 from .wire import CONFIG_INVALID, HTTP, STDIO
@@ -58,6 +58,14 @@ def redact_url(url: str) -> str:
         port = ""
     query = "&".join(f"{pair.split('=', 1)[0]}={REDACTED}" for pair in parts.query.split("&") if pair)
     return f"{parts.scheme}://{host}{port}{parts.path}" + (f"?{query}" if query else "")
+
+
+def _query_values(url: str | None) -> list[str]:
+    try:
+        query = urlsplit(url or "").query
+    except ValueError:
+        return []
+    return [unquote_plus(pair.split("=", 1)[1]) for pair in query.split("&") if "=" in pair]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -145,8 +153,10 @@ class ServerConfig:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """Every header and env value, and the credential after a header's scheme word (``Bearer <token>``)."""
-        values = [*(self.env or {}).values(), *(self.headers or {}).values()]
+        """Every header and env value, the credential after a header's scheme word (``Bearer <token>``), and
+        every query value of the URL (tokens often travel there; ``redact_url`` hides them where the kit
+        shows a URL, this catches them in texts that httpx, the SDK or a server build)."""
+        values = [*(self.env or {}).values(), *(self.headers or {}).values(), *_query_values(self.url)]
         values += [value.split(" ", 1)[1] for value in (self.headers or {}).values() if " " in value.strip()]
         return tuple(value.strip() for value in values if value.strip())
 

@@ -24,7 +24,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from html import escape
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -32,7 +32,7 @@ from traitlets import Enum, HasTraits
 
 from . import runner
 from .config import Scrubber, ServerConfig, redact_url
-from .errors import McpSessionError, without_groups
+from .errors import SHOWN_CHARS, McpSessionError, shown, without_groups
 from .wire import (
     CLOSED,
     CONNECT_FAILED,
@@ -59,11 +59,17 @@ from .wire import (
 
 T = TypeVar("T")
 
+if TYPE_CHECKING:
+    from .http_transport import Failure as HttpFailure
+    from .http_transport import HttpTransport
+
 STDERR_LINES = 200
 LOG_ROWS = 10_000
-SHOWN_CHARS = 200  # how much of a server's offending line or error text a message quotes
 _MAX_LINE_BYTES = 8_192
 _DETAIL_CHARS = 500
+# While connecting, a failure that names nothing more specific (timeout, credentials, protocol version ...)
+# is a failed connect.
+_NOT_CONNECTED = (CONNECTION_CLOSED, TRANSPORT_ERROR, PROTOCOL_ERROR)
 _ABANDONED_KEPT = 4_096  # ids whose late answer may still come (a server may never send one)
 # Loggers of the pinned SDK's client side ("client" is ClientSession's; "" is the root logger, which
 # BaseSession logs to directly). Only records from SDK code running for one of our connections are taken.
@@ -230,7 +236,7 @@ class _WatchedStream(ObjectReceiveStream[Any]):
     """The transport's read stream, as ``ClientSession`` reads it, noticing the moment the server's
     stream ends (a server that exits), so the session fails at once instead of at the next timeout."""
 
-    def __init__(self, inner: ObjectReceiveStream[Any], on_end: Callable[[], None]) -> None:
+    def __init__(self, inner: ObjectReceiveStream[Any], on_end: Callable[[], Awaitable[None]]) -> None:
         self._inner = inner
         self._on_end = on_end
 
@@ -238,7 +244,7 @@ class _WatchedStream(ObjectReceiveStream[Any]):
         try:
             return await self._inner.receive()
         except anyio.EndOfStream:
-            self._on_end()
+            await self._on_end()
             raise
 
     async def aclose(self) -> None:
@@ -320,8 +326,10 @@ class Connection(HasTraits):
         self.capabilities: dict[str, Any] = {}
         self._client: Any = None
         self._tasks: Any = None  # the connection's task group (cancellation notices)
+        self._http: HttpTransport | None = None
         self._stderr: StderrTail | None = None
         self._cause = ""
+        self._cause_code = CONNECTION_CLOSED
         self._closing = False
         self._close_cause = ""
         self._close_lock = threading.Lock()
@@ -370,7 +378,9 @@ class Connection(HasTraits):
         try:
             try:
                 result = self._host.open(deadline)
-            except McpSessionError:
+            except McpSessionError as exc:
+                if exc.code in _NOT_CONNECTED:
+                    raise McpSessionError(CONNECT_FAILED, exc.message) from None
                 raise
             except Exception as exc:
                 raise self.error(exc, connecting=True, deadline=deadline) from without_groups(exc)
@@ -388,7 +398,6 @@ class Connection(HasTraits):
     async def _transport(self, deadline: Deadline) -> AsyncIterator[Any]:
         from mcp import ClientSession, StdioServerParameters
         from mcp.client.stdio import stdio_client
-        from mcp.client.streamable_http import streamable_http_client
 
         _route_sdk_records()
         _connection_var.set(self)  # the transport's tasks inherit it: their SDK log records are ours
@@ -407,22 +416,31 @@ class Connection(HasTraits):
                 finally:
                     self._stderr.release()
             else:
-                http = await stack.enter_async_context(_http_client(config, self.log))
-                read, write, _ = await stack.enter_async_context(
-                    streamable_http_client(config.url or "", http_client=http)
+                from .http_transport import TransportEvents, open_http
+
+                events = TransportEvents(self._request_failed, self._fail, self.log.add)
+                read, write, self._http = await stack.enter_async_context(
+                    open_http(config, events, max_message_bytes=self._message_bytes(), scrub=self.scrub)
                 )
-            watched = _WatchedStream(read, lambda: self._fail("the server closed the connection"))
+            watched = _WatchedStream(read, self._stream_ended)
             recording = _RecordingStream(write, self._sent)
             client = await stack.enter_async_context(
                 ClientSession(watched, recording, message_handler=self._on_message)
             )
             client.add_response_router(self)
             self._tasks = await stack.enter_async_context(anyio.create_task_group())
-            with anyio.fail_after(deadline.remaining()):  # the server's start-up is part of it
-                result = await client.initialize()
-            self.monitor.accept_protocol_version(result.protocolVersion)
             self._client = client
-            yield result
+            try:
+                result = await self.run(lambda client: client.initialize(), deadline)  # a wait like any other
+                self.monitor.accept_protocol_version(result.protocolVersion)
+                yield result
+            finally:
+                self._tasks.cancel_scope.cancel()  # cancellation notices still going out are not waited for
+
+    def _message_bytes(self) -> int:
+        """The most of one message the HTTP transport keeps: escapes and spacing on the wire can make a
+        message several times purra-mcp's measure of it; purra-mcp's own limits decide after that."""
+        return 4 * max(self.limits.max_catalog_bytes, self.limits.max_result_bytes)
 
     async def _on_message(self, message: Any) -> None:
         """Every server message the SDK hands on: purra-mcp's monitor first (it decides staleness), then ours.
@@ -439,6 +457,11 @@ class Connection(HasTraits):
             if self.state == READY:
                 self._set_state(STALE)
 
+    async def _stream_ended(self) -> None:
+        if self._stderr is not None:  # a server that exits ends both: its last words belong to the cause
+            await self._stderr.ended()
+        self._fail("the server closed the connection")
+
     def mark_current(self, revision: int) -> None:
         """``ready`` if no ``tools/list_changed`` came since ``revision`` was listed, else ``stale``. Call it
         on the loop (where notifications are handled), so none can slip in between."""
@@ -452,15 +475,17 @@ class Connection(HasTraits):
         except Exception as exc:
             self.log.add(EVENT_ERROR, f"a state observer raised {exc.__class__.__name__}: {exc}")
 
-    def _fail(self, cause: str) -> None:
+    def _fail(self, cause: str, code: str = CONNECTION_CLOSED) -> None:
         """Mark the connection failed (while connecting, ``open`` fails with the cause instead) and end the
-        requests waiting on it. On the loop thread."""
+        requests waiting on it with ``code``. On the loop thread."""
         if self.state in (CLOSED, FAILED) or self._closing or self._cause:
             return
-        self._cause = self.scrub(cause)
+        self._cause, self._cause_code = self.scrub(cause), code
         self.log.add(EVENT_ERROR, self._cause)
         for request in tuple(self._requests):
-            self.abandon(request, CONNECTION_CLOSED, f"Session '{self.name}' lost its connection: {self._cause}.")
+            self.abandon(
+                request, code, f"Session '{self.name}' lost its connection: {self._cause}.{self.stderr_hint()}"
+            )
         if self.state != CONNECTING:
             self._set_state(FAILED)
 
@@ -505,9 +530,10 @@ class Connection(HasTraits):
     def check_usable(self) -> None:
         if self.state in (CLOSED, FAILED) or self._closing:
             how = f"Open a new one with pj.connect() ({self._cause})." if self._cause else "Open a new one."
-            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' is {self.state}. {how}")
+            code = self._cause_code if self.state == FAILED else CONNECTION_CLOSED
+            raise McpSessionError(code, f"Session '{self.name}' is {self.state}. {how}")
         if self._cause:  # failed while connecting: the state stays "connecting" until connect() gives up
-            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' lost its connection: {self._cause}.")
+            raise McpSessionError(self._cause_code, f"Session '{self.name}' lost its connection: {self._cause}.")
 
     def request(
         self,
@@ -559,7 +585,7 @@ class Connection(HasTraits):
                 return await func(self._client)
         except Exception as exc:
             if request.ended is None:
-                raise self.error(exc) from without_groups(exc)
+                raise self.error(exc, connecting=self.protocol_version is None) from without_groups(exc)
         finally:
             timer.cancel()
             _request_var.reset(request_token)
@@ -577,28 +603,43 @@ class Connection(HasTraits):
             return timeout.remaining()
         return self.config.timeout if timeout is None else timeout
 
-    def abandon(self, request: _Request, code: str, reason: str, message: str | None = None) -> None:
-        """Stop waiting for ``request`` (on the loop): cancel what it sent on the server (telling it ``reason``)
-        and end the wait with ``code`` and ``message`` (default: the reason)."""
+    def abandon(
+        self, request: _Request, code: str, reason: str, message: str | None = None, *, tell_server: bool = True
+    ) -> None:
+        """Stop waiting for ``request`` (on the loop): cancel what it sent on the server (telling it ``reason``;
+        not when the server already answered, ``tell_server=False``) and end the wait with ``code`` and
+        ``message`` (default: the reason)."""
         if request.ended is not None:
             return
         request.ended = (code, message or reason)
-        self._forget(request, reason)
+        self._forget(request, reason, tell_server=tell_server)
         if request.scope is not None:
             request.scope.cancel()
 
-    def _forget(self, request: _Request, reason: str) -> None:
-        """``request``'s unanswered ids: tell the server to stop (``notifications/cancelled``) and discard
-        whatever answer still comes. A connection that is gone has neither a server to tell nor answers."""
+    def _forget(self, request: _Request, reason: str, *, tell_server: bool = True) -> None:
+        """``request``'s unanswered ids: stop their HTTP exchanges, tell the server to stop
+        (``notifications/cancelled``) and discard whatever answer still comes. A connection that is gone has
+        neither a server to tell nor answers."""
         gone = self._tasks is None or bool(self._cause) or self._closing
         for request_id, method in zip(request.ids, request.methods, strict=True):
+            if self._http is not None:
+                self._http.drop(request_id)
             if self._pending.pop(request_id, None) is None or gone:
                 continue  # answered, or nothing more will come
             self._abandoned[request_id] = None
             while len(self._abandoned) > _ABANDONED_KEPT:
                 self._abandoned.popitem(last=False)
-            self.log.add(EVENT_CANCEL, f"cancelled request {request_id} ({method}): {reason}")
-            self._tasks.start_soon(self._send_cancelled, request_id, reason)
+            if tell_server:
+                self.log.add(EVENT_CANCEL, f"cancelled request {request_id} ({method}): {reason}")
+                self._tasks.start_soon(self._send_cancelled, request_id, reason)
+
+    def _request_failed(self, request_id: Any, failure: HttpFailure) -> None:
+        """The HTTP transport's report that one request failed (an error status, a bad body, a broken
+        stream): that wait ends now with the failure's code; the session stays as it is."""
+        self.log.add(EVENT_ERROR, failure.message)
+        request = self._pending.get(request_id)
+        if request is not None:
+            self.abandon(request, failure.code, failure.message, tell_server=not failure.answered)
 
     async def _send_cancelled(self, request_id: Any, reason: str) -> None:
         from mcp import types
@@ -671,12 +712,6 @@ def _offending(error: Exception) -> str:
         except Exception:
             found = None
     return repr(shown(found if isinstance(found, str) else str(error)))
-
-
-def shown(text: str) -> str:
-    """Server text as a message quotes it: on one line, at most ``SHOWN_CHARS`` characters."""
-    text = " ".join(text.split())
-    return text[:SHOWN_CHARS] + ("…" if len(text) > SHOWN_CHARS else "")
 
 
 def _translate(exc: BaseException, connection: Connection, *, connecting: bool, deadline: Deadline | None) -> Any:
@@ -758,36 +793,6 @@ def _has_request(exc: Exception) -> bool:
     except RuntimeError:
         return False
     return True
-
-
-@asynccontextmanager
-async def _http_client(config: ServerConfig, log: SessionLog) -> AsyncIterator[Any]:
-    """Our own httpx client: config timeouts, and redirects followed only within the server's origin,
-    so custom headers (credentials) never reach another origin."""
-    import httpx
-
-    origin = _origin(httpx.URL(config.url or ""))
-
-    async def same_origin_only(request: httpx.Request) -> None:
-        if _origin(request.url) != origin:
-            log.add(EVENT_ERROR, f"refused a redirect to another origin: {redact_url(str(request.url))}")
-            raise httpx.UnsupportedProtocol(
-                "redirect to another origin refused (headers are never sent there)", request=request
-            )
-
-    timeout = httpx.Timeout(config.timeout, read=max(config.timeout, 300.0))
-    async with httpx.AsyncClient(
-        headers=dict(config.headers or {}),
-        timeout=timeout,
-        follow_redirects=True,
-        event_hooks={"request": [same_origin_only]},
-    ) as client:
-        yield client
-
-
-def _origin(url: Any) -> tuple[str, str, int | None]:
-    default = {"http": 80, "https": 443}.get(url.scheme)
-    return url.scheme, url.host, url.port or default
 
 
 __all__ = ["CancelToken", "Connection", "Deadline", "LogEntry", "SessionLog", "StderrTail"]

@@ -11,6 +11,14 @@ Tool failures never raise: they come back as results with an ``error_code``. pur
 
 from __future__ import annotations
 
+SHOWN_CHARS = 200  # how much of a server's offending line or error text a message quotes
+
+
+def shown(text: str) -> str:
+    """Server text as a message quotes it: on one line, at most ``SHOWN_CHARS`` characters."""
+    text = " ".join(text.split())
+    return text[:SHOWN_CHARS] + ("…" if len(text) > SHOWN_CHARS else "")
+
 
 class McpSessionError(Exception):
     """Raised when a session cannot be configured, opened, used or closed as asked; ``.code`` is stable."""

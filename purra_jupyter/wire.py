@@ -20,11 +20,15 @@ NOT_TABULAR = "mcp_result_not_tabular"
 NOT_CONCURRENCY_SAFE = "mcp_evaluate_not_concurrency_safe"
 HOST_ERROR = "mcp_host_error"  # the host's own code failed (a scope validator, a check), not the server
 PURRA_INCOMPATIBLE = "mcp_purra_incompatible"  # the installed purra / purra-mcp is not the pinned one
+RATE_LIMITED = "mcp_rate_limited"  # HTTP 429 to one request; its message carries the server's Retry-After
+AUTH_REQUIRED = "mcp_auth_required"  # HTTP 401 or 403: the server wants (other) credentials
+SESSION_EXPIRED = "mcp_session_expired"  # HTTP 404 to the session's id: the server ended it; reconnect
 
 # Error codes shared with purra-mcp.
 BINDING_INVALID = "mcp_binding_invalid"
 BINDING_MISSING = "mcp_binding_missing"
 CATALOG_STALE = "mcp_catalog_stale"
+CATALOG_LIMIT = "mcp_catalog_limit_exceeded"
 INVALID_ARGUMENTS = "mcp_invalid_arguments"
 RESULT_INVALID = "mcp_result_invalid"
 RESULT_TOO_LARGE = "mcp_result_too_large"

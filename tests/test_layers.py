@@ -20,6 +20,7 @@ LAYERS = [
     ("config",),
     ("runner",),
     ("purra_adapter",),
+    ("http_transport",),
     ("connection",),
     ("catalog",),
     ("bindings",),

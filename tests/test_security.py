@@ -169,7 +169,8 @@ def test_secrets_never_show_in_reprs_logs_bundles_widgets_or_errors(demo_http_se
         for config in failing:
             with pytest.raises(pj.McpSessionError) as caught:
                 pj.connect(config)
-            assert caught.value.code == "mcp_connect_failed", caught.value
+            expected = "mcp_auth_required" if config.name == "reflector" else "mcp_connect_failed"
+            assert caught.value.code == expected, caught.value
             texts += [*error_texts(caught.value), repr(config)]
     finally:
         reflector.shutdown()

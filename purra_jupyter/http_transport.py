@@ -1,0 +1,527 @@
+"""Streamable HTTP for one connection, failing closed: one failed request is one failed result.
+
+The pinned SDK's client transport (mcp 1.29.1) ends the whole session when one POST gets an HTTP error
+status, waits for the full timeout on answers that can never come (a wrong content type, a body that is
+not JSON-RPC, an event stream that ends first), reads an event without bound, and keeps reading a
+request the client stopped waiting for. This transport offers ``ClientSession`` the same two streams and
+instead:
+
+- fails only the request that an HTTP status, a reset or a bad body hit, at once, with a code (``Failure``
+  through ``TransportEvents.request_failed``); only what ends the session ends it (a 404 to the session's
+  id, a server that refuses connections): ``TransportEvents.session_ended``;
+- resumes an event stream that carried an event id, as the spec says (``Last-Event-ID`` after the
+  server's ``retry``), for as long as the kit waits;
+- keeps at most ``max_message_bytes`` of any one message in memory;
+- closes a request's HTTP response the moment the kit stops waiting for it (``drop``);
+- gives the session's ``DELETE`` ``CLOSE_GRACE`` seconds at close, then drops the connection.
+
+No request is retried and no session is reopened on its own. Every URL it shows is redacted and every
+text it builds is scrubbed of the config's secrets. Runs on the runner's loop only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from httpx_sse import ServerSentEvent
+from mcp.client.streamable_http import LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID
+from mcp.shared.message import SessionMessage
+from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCResponse, RequestId
+
+from .config import ServerConfig, redact_url
+from .errors import shown
+from .wire import (
+    AUTH_REQUIRED,
+    CATALOG_LIMIT,
+    CONNECTION_CLOSED,
+    EVENT_ERROR,
+    PROTOCOL_ERROR,
+    RATE_LIMITED,
+    RESULT_TOO_LARGE,
+    SESSION_EXPIRED,
+    TRANSPORT_ERROR,
+)
+
+CLOSE_GRACE = 2.0  # seconds the session's DELETE may take at close before the connection is dropped
+DEFAULT_RETRY = 1.0  # seconds before resuming an event stream when the server named no ``retry``
+MIN_RETRY = 0.05  # a server asking for ``retry: 0`` still does not get a busy loop
+_BODY_EXCERPT_BYTES = 4_096  # what is read of an error status's body, to quote
+JSON = "application/json"
+SSE = "text/event-stream"
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """How one request failed. ``answered``: the server is done with it (it answered, with an error), so
+    there is nothing to cancel on the server."""
+
+    code: str
+    message: str
+    answered: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TransportEvents:
+    """What the transport reports to its connection (each called on the loop)."""
+
+    request_failed: Callable[[RequestId, Failure], None]
+    session_ended: Callable[[str, str], None]  # (code, cause)
+    note: Callable[[str, str], None]  # a session log row: (event, detail)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    id: RequestId
+    method: str
+
+
+class _Failed(Exception):
+    """Ends one request's exchange with its ``Failure``."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _RedirectRefused(Exception):
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
+
+
+class _EventStream:
+    """The WHATWG event-stream algorithm over bytes, keeping at most ``max_bytes`` of one event or line
+    (httpx-sse buffers a line without bound). ``last_id`` and ``retry`` outlive a reconnection."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max = max_bytes
+        self.last_id: str | None = None
+        self.retry: float | None = None
+        self.restart()
+
+    def restart(self) -> None:
+        self._pending = b""
+        self._event = ""
+        self._data: list[str] = []
+        self._size = 0
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        buffer = self._pending + chunk
+        held = b""
+        if buffer.endswith(b"\r"):  # may be the first half of "\r\n"
+            buffer, held = buffer[:-1], b"\r"
+        *lines, rest = _LINE_END.split(buffer)
+        self._pending = rest + held
+        events = [event for line in lines if (event := self._line(line.decode("utf-8", "replace")))]
+        if self._size + len(self._pending) > self._max:
+            raise _TooLarge
+        return events
+
+    def _line(self, line: str) -> ServerSentEvent | None:
+        if not line:
+            event = ServerSentEvent(self._event or "message", "\n".join(self._data), self.last_id or "")
+            dispatch = bool(self._data)
+            self._event, self._data, self._size = "", [], 0
+            return event if dispatch else None
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            self._data.append(value)
+            self._size += len(value) + 1
+            if self._size > self._max:
+                raise _TooLarge
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self.last_id = value
+        elif name == "retry" and value.isdigit():
+            self.retry = int(value) / 1000
+        return None
+
+
+class HttpTransport:
+    """The exchanges of one Streamable HTTP session; see the module's docstring."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        client: httpx.AsyncClient,
+        incoming: MemoryObjectSendStream[SessionMessage | Exception],
+        tasks: TaskGroup,
+        events: TransportEvents,
+        *,
+        max_message_bytes: int,
+        scrub: Callable[[str], str],
+    ) -> None:
+        self._config = config
+        self._url = config.url or ""
+        self._client = client
+        self._incoming = incoming
+        self._tasks = tasks
+        self._events = events
+        self._max = max_message_bytes
+        self._scrub = scrub
+        self._session_id: str | None = None
+        self._protocol_version: str | None = None
+        self._ended = False
+        self._inflight: dict[RequestId, anyio.CancelScope] = {}
+
+    @property
+    def _server(self) -> str:
+        return f"Server '{self._config.name}'"
+
+    def drop(self, request_id: RequestId) -> None:
+        """Stop the exchange of ``request_id`` now: its response is closed, nothing more of it is read."""
+        scope = self._inflight.get(request_id)
+        if scope is not None:
+            scope.cancel()
+
+    # --- sending --------------------------------------------------------------------------------------
+
+    async def send_all(self, outgoing: MemoryObjectReceiveStream[SessionMessage]) -> None:
+        """Each message ``ClientSession`` writes, in order: a request runs as an exchange of its own; the
+        ``initialized`` notification is delivered before anything after it, then the server's own stream
+        is opened; other notifications and responses are delivered each on their own."""
+        async with outgoing:
+            async for item in outgoing:
+                root = item.message.root
+                if isinstance(root, JSONRPCRequest):
+                    self._tasks.start_soon(self._exchange, item.message, _Sent(root.id, root.method))
+                elif getattr(root, "method", None) == "notifications/initialized":
+                    await self._deliver(item.message, "notifications/initialized")
+                    self._tasks.start_soon(self._listen)
+                else:
+                    self._tasks.start_soon(self._deliver, item.message, getattr(root, "method", "a response"))
+        await self._incoming.aclose()
+
+    async def _exchange(self, message: JSONRPCMessage, sent: _Sent) -> None:
+        with anyio.CancelScope() as scope:
+            self._inflight[sent.id] = scope
+            try:
+                failure = await self._answer_of(message, sent)
+            finally:
+                del self._inflight[sent.id]
+        if not scope.cancel_called and failure is not None and not self._ended:
+            self._events.request_failed(sent.id, failure)
+
+    async def _answer_of(self, message: JSONRPCMessage, sent: _Sent) -> Failure | None:
+        """POST ``message`` and forward its answer; ``None`` once it came (or the session ended)."""
+        try:
+            async with self._client.stream(
+                "POST", self._url, content=_body(message), headers=self._headers()
+            ) as response:
+                if not await self._status_ok(response, sent):
+                    return None
+                if sent.method == "initialize":
+                    self._session_id = response.headers.get(MCP_SESSION_ID) or None
+                kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+                if kind == JSON:
+                    await self._json_answer(response, sent)
+                elif kind == SSE:
+                    await self._stream_answer(response, sent)
+                else:
+                    raise self._failed(PROTOCOL_ERROR, f"answered {sent.method} with content type "
+                                       f"{shown(kind) or 'none'!r}, neither JSON nor an event stream")  # fmt: skip
+        except _Failed as failed:
+            return failed.failure
+        except _TooLarge:
+            code = CATALOG_LIMIT if sent.method == "tools/list" else RESULT_TOO_LARGE
+            return self._failure(code, f"sent an answer to {sent.method} over {self._max} bytes; "
+                                 "the rest was not read")  # fmt: skip
+        except (httpx.HTTPError, _RedirectRefused) as error:
+            return self._broken(error, sent.method)
+        return None
+
+    async def _status_ok(self, response: httpx.Response, sent: _Sent) -> bool:
+        """Whether ``response`` carries an answer to read; raises ``_Failed`` for an error status. A 404
+        to the session's id ends the session (returns ``False``)."""
+        status = response.status_code
+        if 200 <= status < 300 and status != 202:
+            return True
+        what = f"HTTP {status} {response.reason_phrase}".strip()
+        if status == 202:
+            raise self._failed(PROTOCOL_ERROR, f"accepted {sent.method} ({what}) but sent no answer")
+        if status == 404 and self._session_id is not None:
+            self._end(SESSION_EXPIRED, f"the server ended the session ({what} to {sent.method}); open a new "
+                      "one with pj.connect()")  # fmt: skip
+            return False
+        said = await self._excerpt(response)
+        if status == 404:
+            raise self._failed(PROTOCOL_ERROR, f"has no MCP endpoint at {redact_url(self._url)} ({what}{said})")
+        if status in (401, 403):
+            raise self._failed(AUTH_REQUIRED, f"refused {sent.method}: {what}{said}; it wants other "
+                               "credentials (headers such as Authorization)")  # fmt: skip
+        if status == 429:
+            after = response.headers.get("retry-after")
+            wait = f"it asks to retry after {shown(after)}{' s' if after.strip().isdigit() else ''}" if after else (
+                "it named no Retry-After")  # fmt: skip
+            raise self._failed(RATE_LIMITED, f"is rate limiting: {what} to {sent.method}; {wait}")
+        code = TRANSPORT_ERROR if status >= 500 else PROTOCOL_ERROR
+        raise self._failed(code, f"answered {sent.method} with {what}{said}")
+
+    async def _excerpt(self, response: httpx.Response) -> str:
+        """The start of an error status's body, as a message quotes it (empty if it has none)."""
+        body = b""
+        try:
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) >= _BODY_EXCERPT_BYTES:
+                    break
+        except httpx.HTTPError:
+            pass
+        text = shown(body[:_BODY_EXCERPT_BYTES].decode("utf-8", "replace"))
+        return f": {self._scrub(text)!r}" if text else ""
+
+    async def _json_answer(self, response: httpx.Response, sent: _Sent) -> None:
+        body = b""
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > self._max:
+                raise _TooLarge
+        if not await self._take(_parsed(body, self._failed, f"answered {sent.method} with a body"), sent):
+            raise self._failed(PROTOCOL_ERROR, f"answered {sent.method} with a message that is not its answer")
+
+    async def _stream_answer(self, response: httpx.Response, sent: _Sent) -> None:
+        """Read the event stream until the answer; a stream that ends first is resumed from its last event
+        id after the server's ``retry``, for as long as the kit waits (it drops the exchange at its deadline)."""
+        stream = _EventStream(self._max)
+        ended = await self._read_events(response, stream, sent)
+        while ended is not None:
+            if stream.last_id is None:
+                raise self._failed(TRANSPORT_ERROR, f"ended the event stream of {sent.method} before the answer "
+                                   f"({ended}) with no event id to resume from", answered=False)  # fmt: skip
+            await anyio.sleep(max(MIN_RETRY, DEFAULT_RETRY if stream.retry is None else stream.retry))
+            headers = {**self._headers(accept=SSE), LAST_EVENT_ID: stream.last_id}
+            async with self._client.stream("GET", self._url, headers=headers) as resumed:
+                if not await self._status_ok(resumed, sent):
+                    return
+                kind = resumed.headers.get("content-type", "").partition(";")[0].strip().lower()
+                if kind != SSE:
+                    raise self._failed(PROTOCOL_ERROR, f"resumed the event stream of {sent.method} with content "
+                                       f"type {shown(kind) or 'none'!r}")  # fmt: skip
+                stream.restart()
+                ended = await self._read_events(resumed, stream, sent)
+
+    async def _read_events(self, response: httpx.Response, stream: _EventStream, sent: _Sent | None) -> str | None:
+        """Forward ``response``'s events; ``None`` once the answer to ``sent`` came, else how the stream ended."""
+        try:
+            async for chunk in response.aiter_bytes():
+                for event in stream.feed(chunk):
+                    if (
+                        event.event == "message"
+                        and event.data
+                        and await self._take(_parsed(event.data.encode(), self._failed, "sent an event"), sent)
+                    ):
+                        return None
+        except (httpx.ReadError, httpx.RemoteProtocolError) as error:  # a reset, a server killed mid-stream
+            return f"the connection broke: {error.__class__.__name__}"
+        return "the stream ended"
+
+    async def _take(self, message: JSONRPCMessage, sent: _Sent | None) -> bool:
+        """Forward one server message to the session; ``True`` when it is the answer to ``sent``."""
+        root = message.root
+        answer = isinstance(root, JSONRPCResponse | JSONRPCError)
+        if answer and sent is not None and root.id != sent.id:
+            raise self._failed(PROTOCOL_ERROR, f"answered {sent.method} (request {sent.id!r}) with the answer "
+                               f"to request {shown(repr(root.id))}")  # fmt: skip
+        if answer and sent is not None and sent.method == "initialize" and isinstance(root, JSONRPCResponse):
+            version = root.result.get("protocolVersion")
+            self._protocol_version = version if isinstance(version, str) else None
+        await self._incoming.send(SessionMessage(message))
+        return answer and sent is not None
+
+    async def _deliver(self, message: JSONRPCMessage, what: str) -> None:
+        """POST a notification or a response (the server owes no answer but ``202``), within the timeout."""
+        with anyio.move_on_after(self._config.timeout) as scope:
+            try:
+                async with self._client.stream(
+                    "POST", self._url, content=_body(message), headers=self._headers()
+                ) as response:
+                    if response.status_code == 404 and self._session_id is not None:
+                        self._end(SESSION_EXPIRED, f"the server ended the session (HTTP 404 to {what}); open a "
+                                  "new one with pj.connect()")  # fmt: skip
+                    elif not 200 <= response.status_code < 300:
+                        self._note(f"{self._server} refused {what}: HTTP {response.status_code}")
+            except (httpx.HTTPError, _RedirectRefused) as error:
+                failure = self._broken(error, what)
+                if failure is not None:
+                    self._note(failure.message)
+        if scope.cancelled_caught:
+            self._note(f"{self._server} did not accept {what} within {self._config.timeout:g} s; given up")
+
+    async def _listen(self) -> None:
+        """The server's own stream (GET): its notifications and requests, reopened from its last event id
+        when it ends; a server without one (405) is fine. Its failures are logged, never fatal."""
+        stream = _EventStream(self._max)
+        failures = 0
+        while failures < 3 and not self._ended:
+            headers = self._headers(accept=SSE)
+            if stream.last_id is not None:
+                headers[LAST_EVENT_ID] = stream.last_id
+            try:
+                async with self._client.stream("GET", self._url, headers=headers) as response:
+                    if response.status_code == 405:
+                        return
+                    kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+                    if response.status_code != 200 or kind != SSE:
+                        self._note(f"{self._server} refused its own event stream (HTTP {response.status_code}, "
+                                   f"{shown(kind) or 'no content type'}); not reopened")  # fmt: skip
+                        return
+                    failures = 0
+                    stream.restart()
+                    ended = await self._read_events(response, stream, None)
+                    if ended != "the stream ended":
+                        failures += 1
+            except _Failed as failed:
+                self._note(f"{failed.failure.message} (on its own event stream)")
+                failures += 1
+            except _TooLarge:
+                self._note(f"{self._server} sent a message over {self._max} bytes on its own event stream; dropped")
+                failures += 1
+            except (httpx.HTTPError, _RedirectRefused) as error:
+                self._note(f"{self._server}'s own event stream failed: {error.__class__.__name__}")
+                failures += 1
+            await anyio.sleep(max(MIN_RETRY, DEFAULT_RETRY if stream.retry is None else stream.retry))
+        if failures:
+            self._note(f"{self._server}'s own event stream failed {failures} times in a row; not reopened")
+
+    async def close(self) -> None:
+        """End the session on the server (``DELETE``) within ``CLOSE_GRACE`` seconds, then stop every exchange."""
+        if self._session_id is not None and not self._ended:
+            with anyio.move_on_after(CLOSE_GRACE) as scope:
+                try:
+                    response = await self._client.delete(self._url, headers=self._headers())
+                    if response.status_code not in (200, 202, 204, 404, 405):
+                        self._note(f"{self._server} answered the session's DELETE with HTTP {response.status_code}")
+                except (httpx.HTTPError, _RedirectRefused) as error:
+                    self._note(f"the session's DELETE failed: {error.__class__.__name__}")
+            if scope.cancelled_caught:
+                self._note(f"{self._server} did not answer the session's DELETE within {CLOSE_GRACE:g} s; "
+                           "the connection was dropped")  # fmt: skip
+        self._ended = True
+        self._tasks.cancel_scope.cancel()
+
+    # --- helpers -------------------------------------------------------------------------------------
+
+    def _post(self, message: JSONRPCMessage) -> Any:
+        return self._client.stream("POST", self._url, content=_body(message), headers=self._headers())
+
+    def _headers(self, *, accept: str = f"{JSON}, {SSE}") -> dict[str, str]:
+        headers = {"accept": accept, "content-type": JSON}
+        if self._session_id is not None:
+            headers[MCP_SESSION_ID] = self._session_id
+        if self._protocol_version is not None:
+            headers[MCP_PROTOCOL_VERSION] = self._protocol_version
+        return headers
+
+    def _broken(self, error: Exception, method: str) -> Failure | None:
+        """A request that failed below HTTP. A server that refuses connections once the session is open is
+        gone: the session ends (``None``)."""
+        if isinstance(error, _RedirectRefused):
+            return self._failure(TRANSPORT_ERROR, f"redirected {method} to another origin "
+                                 f"({redact_url(error.url)}); refused, nothing was sent there")  # fmt: skip
+        if isinstance(error, httpx.TooManyRedirects):
+            return self._failure(TRANSPORT_ERROR, f"redirected {method} in a loop; given up")
+        if isinstance(error, httpx.ConnectError) and self._session_id is not None:
+            self._end(CONNECTION_CLOSED, f"the server at {redact_url(self._url)} refuses connections "
+                      f"({shown(str(error))}); is it still running?")  # fmt: skip
+            return None
+        if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):
+            return self._failure(TRANSPORT_ERROR, f"could not be reached at {redact_url(self._url)}: "
+                                 f"{error.__class__.__name__}: {shown(str(error)) or 'no detail'}")  # fmt: skip
+        detail = f"{error.__class__.__name__}: {shown(str(error)) or 'no detail'}"
+        return self._failure(TRANSPORT_ERROR, f"broke off the exchange of {method} before the answer ({detail})",
+                             answered=False)  # fmt: skip
+
+    def _end(self, code: str, cause: str) -> None:
+        if not self._ended:
+            self._ended = True
+            self._events.session_ended(code, self._scrub(cause))
+
+    def _failure(self, code: str, message: str, *, answered: bool = True) -> Failure:
+        return Failure(code, self._scrub(f"{self._server} {message}."), answered)
+
+    def _failed(self, code: str, message: str, *, answered: bool = True) -> _Failed:
+        return _Failed(self._failure(code, message, answered=answered))
+
+    def _note(self, detail: str) -> None:
+        self._events.note(EVENT_ERROR, self._scrub(detail))
+
+
+def _body(message: JSONRPCMessage) -> bytes:
+    return json.dumps(message.model_dump(by_alias=True, mode="json", exclude_none=True)).encode()
+
+
+def _parsed(data: bytes, failed: Callable[..., _Failed], what: str) -> JSONRPCMessage:
+    try:
+        return JSONRPCMessage.model_validate_json(data)
+    except ValueError:
+        excerpt = shown(data[:_BODY_EXCERPT_BYTES].decode("utf-8", "replace"))
+        raise failed(PROTOCOL_ERROR, f"{what} that is not JSON-RPC: {excerpt!r}") from None
+
+
+@asynccontextmanager
+async def open_http(
+    config: ServerConfig, events: TransportEvents, *, max_message_bytes: int, scrub: Callable[[str], str]
+) -> AsyncIterator[tuple[Any, Any, HttpTransport]]:
+    """The streams ``ClientSession`` reads and writes, and the transport behind them."""
+    incoming_writer, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    outgoing, outgoing_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    async with _http_client(config, events) as client, anyio.create_task_group() as tasks:
+        transport = HttpTransport(
+            config, client, incoming_writer, tasks, events, max_message_bytes=max_message_bytes, scrub=scrub
+        )
+        tasks.start_soon(transport.send_all, outgoing_reader)
+        try:
+            yield incoming, outgoing, transport
+        finally:
+            with anyio.CancelScope(shield=True):
+                await transport.close()
+            await incoming_writer.aclose()
+            await outgoing.aclose()
+
+
+@asynccontextmanager
+async def _http_client(config: ServerConfig, events: TransportEvents) -> AsyncIterator[httpx.AsyncClient]:
+    """Our own httpx client: the config's headers; redirects followed only within the server's origin, so
+    custom headers (credentials) never reach another origin. No read timeout: each request's wait has the
+    kit's deadline, which closes its response."""
+    origin = _origin(httpx.URL(config.url or ""))
+
+    async def same_origin_only(request: httpx.Request) -> None:
+        if _origin(request.url) != origin:
+            events.note(EVENT_ERROR, f"refused a redirect to another origin: {redact_url(str(request.url))}")
+            raise _RedirectRefused(str(request.url))
+
+    timeout = httpx.Timeout(config.timeout, read=None)
+    async with httpx.AsyncClient(
+        headers=dict(config.headers or {}),
+        timeout=timeout,
+        follow_redirects=True,
+        event_hooks={"request": [same_origin_only]},
+    ) as client:
+        yield client
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, url.port or default
+
+
+__all__ = ["CLOSE_GRACE", "Failure", "HttpTransport", "TransportEvents", "open_http"]
