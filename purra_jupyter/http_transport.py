@@ -75,7 +75,7 @@ class TransportEvents:
     """What the transport reports to its connection (each called on the loop)."""
 
     request_failed: Callable[[RequestId, Failure], None]
-    session_ended: Callable[[str, str], None]  # (code, cause)
+    session_ended: Callable[[str, str], None]  # (cause, code)
     note: Callable[[str, str], None]  # a session log row: (event, detail)
 
 
@@ -114,19 +114,27 @@ class _EventStream:
         self.restart()
 
     def restart(self) -> None:
-        self._pending = b""
+        self._pending = bytearray()  # the line read so far
+        self._after_cr = False  # the last chunk ended with "\r": a "\n" starting the next one belongs to it
         self._event = ""
         self._data: list[str] = []
         self._size = 0
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
-        buffer = self._pending + chunk
-        held = b""
-        if buffer.endswith(b"\r"):  # may be the first half of "\r\n"
-            buffer, held = buffer[:-1], b"\r"
-        *lines, rest = _LINE_END.split(buffer)
-        self._pending = rest + held
-        events = [event for line in lines if (event := self._line(line.decode("utf-8", "replace")))]
+        """The events ``chunk`` completes; looks at each byte once, however long a line grows."""
+        if self._after_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        self._after_cr = chunk.endswith(b"\r")
+        events = []
+        start = 0
+        for end in _LINE_END.finditer(chunk):
+            self._pending += chunk[start : end.start()]
+            line = self._pending.decode("utf-8", "replace")
+            self._pending.clear()
+            start = end.end()
+            if event := self._line(line):
+                events.append(event)
+        self._pending += chunk[start:]
         if self._size + len(self._pending) > self._max:
             raise _TooLarge
         return events
@@ -289,12 +297,12 @@ class HttpTransport:
         return f": {self._scrub(text)!r}" if text else ""
 
     async def _json_answer(self, response: httpx.Response, sent: _Sent) -> None:
-        body = b""
+        body = bytearray()
         async for chunk in response.aiter_bytes():
             body += chunk
             if len(body) > self._max:
                 raise _TooLarge
-        if not await self._take(_parsed(body, self._failed, f"answered {sent.method} with a body"), sent):
+        if not await self._take(_parsed(bytes(body), self._failed, f"answered {sent.method} with a body"), sent):
             raise self._failed(PROTOCOL_ERROR, f"answered {sent.method} with a message that is not its answer")
 
     async def _stream_answer(self, response: httpx.Response, sent: _Sent) -> None:
@@ -320,13 +328,14 @@ class HttpTransport:
 
     async def _read_events(self, response: httpx.Response, stream: _EventStream, sent: _Sent | None) -> str | None:
         """Forward ``response``'s events; ``None`` once the answer to ``sent`` came, else how the stream ended."""
+        on = f"on the stream of {sent.method}" if sent is not None else "on its own stream"
         try:
             async for chunk in response.aiter_bytes():
                 for event in stream.feed(chunk):
                     if (
                         event.event == "message"
                         and event.data
-                        and await self._take(_parsed(event.data.encode(), self._failed, "sent an event"), sent)
+                        and await self._take(_parsed(event.data.encode(), self._failed, f"sent an event {on}"), sent)
                     ):
                         return None
         except (httpx.ReadError, httpx.RemoteProtocolError) as error:  # a reset, a server killed mid-stream
@@ -452,7 +461,7 @@ class HttpTransport:
     def _end(self, code: str, cause: str) -> None:
         if not self._ended:
             self._ended = True
-            self._events.session_ended(code, self._scrub(cause))
+            self._events.session_ended(self._scrub(cause), code)
 
     def _failure(self, code: str, message: str, *, answered: bool = True) -> Failure:
         return Failure(code, self._scrub(f"{self._server} {message}."), answered)
