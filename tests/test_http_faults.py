@@ -150,6 +150,8 @@ CALL_ROWS = [
     ("sse-eof", "mcp_transport_error", "ready", True),
     ("sse-reset", "mcp_transport_error", "ready", True),
     ("resumable", "None", "ready", True),
+    ("sse-crlf", "None", "ready", True),
+    ("sse-cr", "None", "ready", True),
     ("resume-fails", "mcp_transport_error", "ready", True),
     ("big-event", "mcp_result_too_large", "ready", True),
     ("endless-line", "mcp_result_too_large", "ready", True),
@@ -175,6 +177,9 @@ def test_a_fault_on_one_call_fails_that_call_only(
             MEASURED.append((fault, "call (raw)" if raw else "call", code_of(result), waited, session.state))
             assert code_of(result) == code, result
             assert waited < (FAST if fast else TIMEOUT + SLACK), waited
+            if code == "None":  # the answer came through whole, after a resumption or split line ends
+                text = result.content[0]["text"] if raw else result.text[0]
+                assert text == ("resumed" if fault == "resumable" else "split"), result
             assert session.state == state, session.cause
             texts = [str(result), repr(result), getattr(result, "message", "") or "", *session_texts(session)]
             if state == "ready":

@@ -16,6 +16,7 @@
   ``sse-die`` (... and the whole server exits), ``resumable`` (a priming event with an id and
   ``retry: 100``, then the end; a GET with that ``Last-Event-ID`` gets the answer), ``resume-fails``
   (... the GET gets a 503), ``endless-line`` (one ``data:`` line that never ends, written fast),
+  ``sse-crlf`` / ``sse-cr`` (the answer with ``\r\n`` / ``\r`` line ends, split across chunks),
   ``big-event`` (a complete 20 MB event), ``huge-header`` (a 1 MB response header), ``drip`` (a comment
   byte every 100 ms, forever), ``redirect-loop`` (307 to itself), ``redirect-cross`` (307 to
   ``localhost``: another origin of this same server), ``hang`` (no answer at all), ``slow-pages``
@@ -205,6 +206,14 @@ class Handler(BaseHTTPRequestHandler):
             event_id = uuid.uuid4().hex
             RESUMABLE[event_id] = json.dumps(answer).encode()
             self.chunk(f"id: {event_id}\nretry: 100\ndata: \n\n".encode())
+            self.end_stream()
+        elif fault in ("sse-crlf", "sse-cr"):  # the answer, its line ends split across chunks
+            answer = {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "split"}]}}
+            data = json.dumps(answer).encode()
+            end = b"\r\n" if fault == "sse-crlf" else b"\r"
+            for part in (b"id: 1" + end[:1], end[1:] + b"data: " + data[:9], data[9:] + end[:1], end[1:] + end):
+                self.chunk(part)
+                time.sleep(0.02)
             self.end_stream()
         elif fault == "big-event":
             text = "x" * 20_000_000
