@@ -231,14 +231,12 @@ class HttpTransport:
     async def _answer_of(self, message: JSONRPCMessage, sent: _Sent) -> Failure | None:
         """POST ``message`` and forward its answer; ``None`` once it came (or the session ended)."""
         try:
-            async with self._client.stream(
-                "POST", self._url, content=_body(message), headers=self._headers()
-            ) as response:
+            async with self._post(message) as response:
                 if not await self._status_ok(response, sent):
                     return None
                 if sent.method == "initialize":
                     self._session_id = response.headers.get(MCP_SESSION_ID) or None
-                kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+                kind = _content_type(response)
                 if kind == JSON:
                     await self._json_answer(response, sent)
                 elif kind == SSE:
@@ -319,7 +317,7 @@ class HttpTransport:
             async with self._client.stream("GET", self._url, headers=headers) as resumed:
                 if not await self._status_ok(resumed, sent):
                     return
-                kind = resumed.headers.get("content-type", "").partition(";")[0].strip().lower()
+                kind = _content_type(resumed)
                 if kind != SSE:
                     raise self._failed(PROTOCOL_ERROR, f"resumed the event stream of {sent.method} with content "
                                        f"type {shown(kind) or 'none'!r}")  # fmt: skip
@@ -359,9 +357,7 @@ class HttpTransport:
         """POST a notification or a response (the server owes no answer but ``202``), within the timeout."""
         with anyio.move_on_after(self._config.timeout) as scope:
             try:
-                async with self._client.stream(
-                    "POST", self._url, content=_body(message), headers=self._headers()
-                ) as response:
+                async with self._post(message) as response:
                     if response.status_code == 404 and self._session_id is not None:
                         self._end(SESSION_EXPIRED, f"the server ended the session (HTTP 404 to {what}); open a "
                                   "new one with pj.connect()")  # fmt: skip
@@ -387,7 +383,7 @@ class HttpTransport:
                 async with self._client.stream("GET", self._url, headers=headers) as response:
                     if response.status_code == 405:
                         return
-                    kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+                    kind = _content_type(response)
                     if response.status_code != 200 or kind != SSE:
                         self._note(f"{self._server} refused its own event stream (HTTP {response.status_code}, "
                                    f"{shown(kind) or 'no content type'}); not reopened")  # fmt: skip
@@ -471,6 +467,10 @@ class HttpTransport:
 
     def _note(self, detail: str) -> None:
         self._events.note(EVENT_ERROR, self._scrub(detail))
+
+
+def _content_type(response: httpx.Response) -> str:
+    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
 
 
 def _body(message: JSONRPCMessage) -> bytes:
