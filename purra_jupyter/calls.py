@@ -29,7 +29,7 @@ from .catalog import ToolVerdict
 from .config import check_timeout
 from .connection import CancelToken, Connection
 from .envelope import Envelope, RawResult
-from .errors import HostCodeError, McpSessionError, shown
+from .errors import HostCodeError, McpSessionError
 from .purra_adapter import canonical_json, json_bytes, remote_contract
 from .wire import (
     APPROVAL_DENIED,
@@ -227,7 +227,10 @@ async def _execute(plan: CallPlan, client: ClientSession) -> Result:
     except Exception as error:  # purra-mcp's handler catches every server failure: this is the host's
         message = f"purra-mcp's handler raised {error.__class__.__name__}: {error}"
         return plan.fail(HOST_ERROR, message, ms_since(started))
-    return Envelope(plan.connection.name, plan.local, result.content, result.error_code, ms_since(started))
+    server_text = plan.connection.server_text() if result.error_code else ""
+    return Envelope(
+        plan.connection.name, plan.local, result.content, result.error_code, ms_since(started), server_text=server_text
+    )
 
 
 async def _call_raw(plan: CallPlan, client: ClientSession) -> RawResult:
@@ -250,7 +253,7 @@ async def _call_raw(plan: CallPlan, client: ClientSession) -> RawResult:
             error_code=PROTOCOL_ERROR,
             elapsed_ms=ms_since(started),
             message="the server answered with a JSON-RPC error instead of a result",
-            server_text=f"JSON-RPC error {error.error.code}: {shown(plan.connection.scrub(str(error.error.message)))}",
+            server_text=plan.connection.server_text(),
         )
     except (ValueError, TypeError):
         message = "the server's answer is not a tools/call result; nothing is shown"

@@ -32,7 +32,7 @@ from traitlets import Enum, HasTraits
 
 from . import runner
 from .config import Scrubber, ServerConfig, redact_url
-from .errors import SHOWN_CHARS, McpSessionError, shown, without_groups
+from .errors import SHOWN_CHARS, McpSessionError, server_words, shown, without_groups
 from .wire import (
     CLOSED,
     CONNECT_FAILED,
@@ -230,6 +230,7 @@ class _Request:
     methods: list[str] = field(default_factory=list)
     scope: anyio.CancelScope | None = None
     ended: tuple[str, str] | None = None  # (code, message) once abandoned
+    server_text: str = ""  # the server's own error text in an answer to one of ``ids`` (scrubbed, bounded)
 
 
 class _WatchedStream(ObjectReceiveStream[Any]):
@@ -663,19 +664,30 @@ class Connection(HasTraits):
     # The SDK's response router protocol (``ClientSession.add_response_router``): it sees every response
     # first, and claims those to requests the kit gave up on, which the SDK would hand on as an error.
 
+    # It also keeps the server's own error text of an answer (a tool result flagged ``isError``, a JSON-RPC
+    # error) for the wait that sent the request: purra-mcp rightly keeps it out of the envelope, and the
+    # person at the notebook still needs to read it (``server_text``).
+
     def route_response(self, request_id: Any, response: dict[str, Any]) -> bool:
-        return self._late(request_id)
+        return self._routed(request_id, _tool_error_text(response))
 
     def route_error(self, request_id: Any, error: Any) -> bool:
-        return self._late(request_id)
+        return self._routed(request_id, f"JSON-RPC error {error.code}: {error.message}")
 
-    def _late(self, request_id: Any) -> bool:
+    def _routed(self, request_id: Any, server_text: str) -> bool:
         if request_id in self._abandoned:
             del self._abandoned[request_id]
             self.log.add(EVENT_CANCEL, f"late answer to request {request_id} discarded")
             return True
-        self._pending.pop(request_id, None)
+        request = self._pending.pop(request_id, None)
+        if request is not None and server_text:
+            request.server_text = server_words(self.scrub(server_text))
         return False
+
+    def server_text(self) -> str:
+        """The server's own error text in the answers to the current wait (inside ``run``), or ``""``."""
+        request = _request_var.get()
+        return request.server_text if request is not None and request.connection is self else ""
 
     def _missed(self, timeout: float | Deadline | None, limit: float, request: _Request) -> str:
         """What a timeout says: the limit, and for an operation of several requests how far it got."""
@@ -700,6 +712,14 @@ class Connection(HasTraits):
             return exc
         error = _translate(runner.leaf_exception(exc), self, connecting=connecting, deadline=deadline)
         return McpSessionError(error.code, self.scrub(error.message))
+
+
+def _tool_error_text(result: dict[str, Any]) -> str:
+    """The text blocks of a tool result the server flagged ``isError`` (else ``""``)."""
+    if result.get("isError") is not True or not isinstance(result.get("content"), list):
+        return ""
+    blocks = [block.get("text") for block in result["content"] if isinstance(block, dict)]
+    return "\n".join(text for text in blocks if isinstance(text, str))
 
 
 def _offending(error: Exception) -> str:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 RAW_LABEL = "raw MCP result, outside the PurrA contract"
-SERVER_WORDS = "the server's own words"
+SERVER_WORDS = "the server's error text: outside the envelope, never passed to a model"
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _PREVIEW_ROWS = 50
 
@@ -85,7 +85,9 @@ def _frame(value: Any, what: str) -> pd.DataFrame:
 class Envelope:
     """A call through a PurrA binding: exactly the JSON purra-mcp's handler returned, plus context.
 
-    ``message`` is the kit's own note on a failure it found (never the server's error text)."""
+    ``message`` is the kit's own note on a failure it found; ``server_text`` the server's own error text
+    (a result flagged ``isError``, a JSON-RPC error), shown beside the envelope and never part of it: purra-mcp
+    keeps remote text away from a model, a person still needs to read it."""
 
     server: str
     tool: str
@@ -93,6 +95,7 @@ class Envelope:
     error_code: str | None = None
     elapsed_ms: float = 0.0
     message: str = ""
+    server_text: str = ""
     _value: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -119,20 +122,27 @@ class Envelope:
 
     def __repr__(self) -> str:
         head = f"Envelope {self.server}/{self.tool}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms)"
-        lines = [head, *(f"  {line}" for line in [self.message] if line)]
+        lines = [head, *(f"  {line}" for line in [self.message] if line), *_server_text_lines(self)]
         lines += [f"  text: {block}" for block in self.text]
         if self.structured is not None:
             lines.append("  structured: " + json.dumps(self.structured, ensure_ascii=False)[:2000])
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        body = [_pre(block) for block in self.text]
+        body = [*_server_text_html(self), *(_pre(block) for block in self.text)]
         records = records_in(self.structured)
         if records is not None:
             body.append(_table_html(records))
         if self.structured is not None:
             body.append(_pre(_json_text(self.structured)))
-        return _bundle(self, ENVELOPE_MIME, "PurrA envelope", "purra-envelope", body, {"envelope": self.to_dict()})
+        return _bundle(
+            self,
+            ENVELOPE_MIME,
+            "PurrA envelope",
+            "purra-envelope",
+            body,
+            {"envelope": self.to_dict(), "serverText": self.server_text},
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,9 +176,7 @@ class RawResult:
         head = (
             f"RawResult {self.server}/{self.tool}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms) — {RAW_LABEL}"
         )
-        lines = [head, *(f"  {line}" for line in [self.message] if line)]
-        if self.server_text:
-            lines.append(f"  {SERVER_WORDS}: {self.server_text}")
+        lines = [head, *(f"  {line}" for line in [self.message] if line), *_server_text_lines(self)]
         for block in self.content:
             lines.append(f"  {block.get('type')}: {_block_text(block)[:500]}")
         if self.structured_content is not None:
@@ -176,12 +184,23 @@ class RawResult:
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        body = [f"<div><small>{escape(SERVER_WORDS)}</small>{_pre(self.server_text)}</div>"] if self.server_text else []
-        body += [_block_html(block) for block in self.content]
+        body = [*_server_text_html(self), *(_block_html(block) for block in self.content)]
         if self.structured_content is not None:
             body.append(_pre(_json_text(self.structured_content)))
         payload = {"result": self.to_dict(), "serverText": self.server_text}
         return _bundle(self, RAW_RESULT_MIME, RAW_LABEL, "purra-raw-result", body, payload)
+
+
+def _server_text_lines(result: Envelope | RawResult) -> list[str]:
+    if not result.server_text:
+        return []
+    return [f"  {SERVER_WORDS}:", *(f"    {line}" for line in result.server_text.splitlines())]
+
+
+def _server_text_html(result: Envelope | RawResult) -> list[str]:
+    if not result.server_text:
+        return []
+    return [f"<div><small>{escape(SERVER_WORDS)}</small>{_pre(result.server_text)}</div>"]
 
 
 def _bundle(

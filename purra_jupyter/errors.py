@@ -20,6 +20,16 @@ def shown(text: str) -> str:
     return text[:SHOWN_CHARS] + ("…" if len(text) > SHOWN_CHARS else "")
 
 
+SERVER_TEXT_CHARS = 2_000  # how much of a server's own error text a result keeps to show
+
+
+def server_words(text: str) -> str:
+    """A server's own error text as a result keeps it to show a person: its lines, at most
+    ``SERVER_TEXT_CHARS`` characters."""
+    text = text.strip()
+    return text[:SERVER_TEXT_CHARS] + ("…" if len(text) > SERVER_TEXT_CHARS else "")
+
+
 class McpSessionError(Exception):
     """Raised when a session cannot be configured, opened, used or closed as asked; ``.code`` is stable."""
 

@@ -59,6 +59,7 @@ CATALOG = '.jp-PurraCatalog[data-mime-type="application/vnd.purra.catalog+json"]
 RAW_RESULT = '.jp-PurraRawResult[data-mime-type="application/vnd.purra.raw-result+json"]'
 OURS = ".jp-PurraRenderer"
 RAW_LABEL = "raw MCP result, outside the PurrA contract"
+SERVER_WORDS = "the server's error text: outside the envelope, never passed to a model"
 XSS_SCRIPT = "<script>window.__pwned = 1</script>"
 XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 XSS_SVG = '"><svg onload=window.__pwned=1>'
@@ -81,6 +82,7 @@ CELLS = {
         f'rpc = pj.connect(pj.ServerConfig("rpc", command=sys.executable, args=[{str(RAW_SERVER)!r}, '
         '"--call-result", "rpc-error"]))\nrpc.call("tool_000", {"x": "y"}, raw=True, approve=True)'
     ),
+    "tool_error": f'demo.call("fail", {{"message": "backend exploded {XSS_SCRIPT}"}}, approve=True)',
     "close": (
         'for session in pj.sessions():\n    session.close("browser test done")\n'
         "(pending.state, pending.result.error_code, demo.state, xss.state)"
@@ -336,11 +338,18 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
 
         # A JSON-RPC error on the raw path: the server's own words, labelled as such, drawn as text.
         rpc_raw = browser.output("rpc_raw", RAW_RESULT)
-        expect(rpc_raw).to_contain_text("the server's own words", timeout=STEP)
+        expect(rpc_raw).to_contain_text(SERVER_WORDS, timeout=STEP)
         expect(rpc_raw.locator("pre", has_text="JSON-RPC error -32603: getaddrinfo ENOTFOUND")).to_be_visible()
         expect(rpc_raw.locator("pre", has_text=XSS_SCRIPT)).to_be_visible()
         expect(rpc_raw).to_contain_text("mcp_protocol_error")
         browser.screenshot(f"{lab.label}-04c-raw-server-error", rpc_raw)
+
+        # A tool error on the PurrA path: the envelope stays empty, the server's text is shown beside it, as text.
+        tool_error = browser.output("tool_error", ENVELOPE)
+        expect(tool_error).to_contain_text(SERVER_WORDS, timeout=STEP)
+        expect(tool_error.locator("pre", has_text=f"backend exploded {XSS_SCRIPT}")).to_be_visible()
+        expect(tool_error.locator(".jp-PurraRenderer-header")).to_contain_text("mcp_tool_error")
+        browser.screenshot(f"{lab.label}-04d-tool-error-server-text", tool_error)
 
         hazards = page.evaluate(
             """() => {

@@ -24,6 +24,7 @@ from purra_mcp import McpToolBinding, discover_mcp_tools
 import purra_jupyter as pj
 from purra_jupyter.bindings import call_limits
 from purra_jupyter.envelope import Envelope, RawResult
+from purra_jupyter.errors import SERVER_TEXT_CHARS
 
 ROOT = Path(__file__).parent.parent
 EVERYTHING = ROOT / "tests/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -93,7 +94,8 @@ def test_tool_failures_come_back_as_envelopes_with_purras_code(
     envelope = demo.call(tool, arguments, approve=True)
     assert envelope.error_code == code and not envelope.ok
     assert envelope.to_dict() == EMPTY  # remote error text never enters the envelope
-    assert "boom" not in repr(envelope)
+    assert "boom" not in envelope.json  # ... it is shown beside it, as the server's text
+    assert ("boom" in envelope.server_text) == (tool == "fail")
     assert any(f"{tool} (purra)" in row.detail and code in row.detail for row in demo.log.events("call"))
 
 
@@ -154,9 +156,9 @@ def test_a_json_rpc_error_keeps_the_servers_words_on_the_raw_path() -> None:
         raw = session.call("tool_000", {"x": "a"}, raw=True, approve=True)
         assert raw.error_code == "mcp_protocol_error" and not raw.ok
         assert raw.server_text.startswith("JSON-RPC error -32603: getaddrinfo ENOTFOUND api.example.invalid")
-        assert len(raw.server_text) <= 230 and raw.server_text.endswith("…")  # bounded: the server sent ~500
+        assert raw.server_text.endswith("y" * 400)  # whole: it is under SERVER_TEXT_CHARS
         html = raw._repr_mimebundle_()["text/html"]
-        assert "the server&#x27;s own words" in html and "&lt;script&gt;" in html
+        assert "the server&#x27;s error text" in html and "&lt;script&gt;" in html
         assert unsafe_markup(html) == []
         assert raw._repr_mimebundle_()["application/vnd.purra.raw-result+json"]["serverText"] == raw.server_text
         # On the PurrA path the envelope never carries remote text (purra-mcp's rule).
@@ -280,3 +282,25 @@ def test_server_text_is_escaped_in_every_html_bundle() -> None:
         assert "<img" not in html_of(raw)  # the SVG and the PNG with markup in its data are shown as text
         assert "image/svg+xml" in html_of(raw)
         json.dumps(envelope._repr_mimebundle_()["application/vnd.purra.envelope+json"])  # plain JSON data
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_tool_error_shows_the_servers_text_beside_an_envelope_that_stays_purra_mcps(
+    transport: str, demo_http_url: str
+) -> None:
+    config = demo_config("tool-error") if transport == "stdio" else pj.ServerConfig("tool-error", url=demo_http_url)
+    with pj.connect(config) as session:
+        envelope = session.call("fail", {"message": "backend exploded <script>x</script>\nsecond line"}, approve=True)
+        assert envelope.error_code == "mcp_tool_error" and envelope.to_dict() == EMPTY  # what purra-mcp returned
+        assert envelope.json == '{"text":[],"structured":null}'  # byte for byte
+        assert envelope.server_text == "backend exploded <script>x</script>\nsecond line"
+        bundle = envelope._repr_mimebundle_()
+        assert bundle["application/vnd.purra.envelope+json"]["serverText"] == envelope.server_text
+        assert bundle["application/vnd.purra.envelope+json"]["envelope"] == EMPTY
+        assert "the server&#x27;s error text: outside the envelope" in bundle["text/html"]
+        assert "&lt;script&gt;x&lt;/script&gt;" in bundle["text/html"] and unsafe_markup(bundle["text/html"]) == []
+        assert "backend exploded" in repr(envelope) and "    second line" in repr(envelope)
+        long = session.call("fail", {"message": "z" * 5000}, approve=True)  # bounded
+        assert long.server_text == "z" * SERVER_TEXT_CHARS + "…"
+        ok = session.call("echo", {"text": "fine"}, approve=True)
+        assert ok.ok and ok.server_text == ""

@@ -56,10 +56,19 @@ def test_stdio_server_text_is_scrubbed_of_the_env_secret() -> None:
         assert raw.error_code == "mcp_protocol_error" and "***" in raw.server_text
         envelope = session.call("tool_000", {"x": "a"}, approve=True)
         assert envelope.error_code == "mcp_protocol_error" and envelope.to_dict() == {"text": [], "structured": None}
+        assert "***" in envelope.server_text  # the server's words beside the envelope, scrubbed too
         timed_out = session.call("tool_000", {"x": "mute"}, raw=True, approve=True, timeout=0.5)
         assert timed_out.error_code == "mcp_timeout" and "***" in timed_out.message  # the stderr hint, scrubbed
         texts = surfaces(session)
-        texts.update({"raw": repr(raw), "raw html": json.dumps(raw._repr_mimebundle_()), "timeout": repr(timed_out)})
+        texts.update(
+            {
+                "raw": repr(raw),
+                "raw html": json.dumps(raw._repr_mimebundle_()),
+                "timeout": repr(timed_out),
+                "envelope": repr(envelope),
+                "envelope bundle": json.dumps(envelope._repr_mimebundle_()),
+            }
+        )
         assert_scrubbed(texts, SECRET)
 
 

@@ -18,7 +18,8 @@ export const CATALOG_MIME = 'application/vnd.purra.catalog+json';
 
 /** The label every raw result carries (same words as RAW_LABEL in envelope.py). */
 const RAW_LABEL = 'raw MCP result, outside the PurrA contract';
-const SERVER_WORDS = "the server's own words";
+/** The label of a server's own error text, shown beside a result (same words as SERVER_WORDS in envelope.py). */
+const SERVER_WORDS = "the server's error text: outside the envelope, never passed to a model";
 
 /** The only images shown: these types, as base64 data URIs. */
 const IMAGE_TYPES: ReadonlyArray<string> = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
@@ -98,6 +99,7 @@ export class EnvelopeRenderer extends PurraRenderer {
   protected draw(node: HTMLElement, data: Private.JSONObject): void {
     node.appendChild(Private.header('PurrA envelope', data));
     Private.appendMessage(node, data);
+    Private.appendServerText(node, data);
     const envelope = Private.asObject(data.envelope) ?? {};
     for (const text of Private.asArray(envelope.text)) {
       node.appendChild(Private.pre(Private.asText(text)));
@@ -116,14 +118,7 @@ export class RawResultRenderer extends PurraRenderer {
     node.appendChild(Private.el('div', CLASS.rawLabel, RAW_LABEL));
     node.appendChild(Private.header('raw result', data));
     Private.appendMessage(node, data);
-    const serverText = Private.asText(data.serverText);
-    if (serverText) {
-      // The server's own words (a JSON-RPC error): labelled as such, drawn as text.
-      const words = Private.el('div', CLASS.block);
-      words.appendChild(Private.el('div', CLASS.blockType, SERVER_WORDS));
-      words.appendChild(Private.pre(serverText));
-      node.appendChild(words);
-    }
+    Private.appendServerText(node, data);
     const result = Private.asObject(data.result) ?? {};
     if (result.isError === true) {
       node.appendChild(Private.el('p', CLASS.error, 'The server flagged this result isError: true.'));
@@ -347,6 +342,17 @@ namespace Private {
     const message = asText(data.message);
     if (message) {
       node.appendChild(el('p', CLASS.message, message));
+    }
+  }
+
+  /** The server's own error text (a tool error, a JSON-RPC error): labelled as such, drawn as text. */
+  export function appendServerText(node: HTMLElement, data: JSONObject): void {
+    const serverText = asText(data.serverText);
+    if (serverText) {
+      const words = el('div', CLASS.block);
+      words.appendChild(el('div', CLASS.blockType, SERVER_WORDS));
+      words.appendChild(pre(serverText));
+      node.appendChild(words);
     }
   }
 
