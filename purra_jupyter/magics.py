@@ -212,20 +212,27 @@ class McpMagics(Magics, Configurable):
             raise UsageError(f"{CONFIG_INVALID}: give a session name or --all.")
         with _one_line_errors():
             if args.all:
+                names = [session.name for session in registry.list()]
                 registry.close_all("closed with %mcp_disconnect --all")
+                print(f"Closed {len(names)} session{'s' if len(names) != 1 else ''}: {', '.join(names)}." if names
+                      else "No open sessions to close.")  # fmt: skip
             else:
                 registry.get(args.name).close("closed with %mcp_disconnect")
+                print(f"Closed session '{args.name}'.")
 
     @line_magic
     @magic_arguments()
     def mcp_sessions(self, line: str) -> Any:
-        """The open sessions as a DataFrame: ``%mcp_sessions``."""
+        """The open sessions as a DataFrame: ``%mcp_sessions`` (with none open, a line that says so)."""
         import pandas as pd
 
         args = parse(self.mcp_sessions, line)
         if isinstance(args, MagicHelp):
             return args
 
+        if not registry.list():
+            print("No open sessions. Open one with %mcp_connect NAME -- COMMAND (or --url URL).")
+            return None
         rows = [
             {
                 "session": session.name,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from html import escape
@@ -30,6 +31,7 @@ from .wire import (
     CLOSED,
     CONFIG_INVALID,
     CONNECTING,
+    CONNECTION_CLOSED,
     EVENT_CONNECT,
     HTTP,
     SESSION_EXISTS,
@@ -256,12 +258,17 @@ class McpSession(HasTraits):
         return {"text/plain": repr(self), "text/html": f"<table class='purra-session'>{body}</table>"}
 
 
+CLOSED_KEPT = 64  # closed sessions whose name still says "closed" (not "unknown") until reused
+
+
 class SessionRegistry:
-    """The open sessions of this process, by name (and the names being connected)."""
+    """The open sessions of this process, by name (and the names being connected); the names of the last
+    ``CLOSED_KEPT`` closed ones, so using one says it was closed and why."""
 
     def __init__(self) -> None:
         self._sessions: dict[str, McpSession] = {}
         self._reserved: set[str] = set()
+        self._closed: OrderedDict[str, str] = OrderedDict()  # name -> why it closed
         self._lock = threading.Lock()
 
     @contextmanager
@@ -284,17 +291,28 @@ class SessionRegistry:
     def add(self, session: McpSession) -> None:
         with self._lock:
             self._sessions[session.name] = session
+            self._closed.pop(session.name, None)
 
     def remove(self, session: McpSession) -> None:
         with self._lock:
             if self._sessions.get(session.name) is session:
                 del self._sessions[session.name]
+                self._closed[session.name] = session.cause
+                while len(self._closed) > CLOSED_KEPT:
+                    self._closed.popitem(last=False)
 
     def get(self, name: str) -> McpSession:
         with self._lock:
-            session = self._sessions.get(name)
+            session, cause = self._sessions.get(name), self._closed.get(name)
+        if session is None and cause is not None:
+            raise McpSessionError(
+                CONNECTION_CLOSED,
+                f"Session '{name}' is closed ({cause}). Open a new one with %mcp_connect or pj.connect().",
+            )
         if session is None:
-            raise McpSessionError(SESSION_UNKNOWN, f"No session named '{name}'. Open one with pj.connect().")
+            raise McpSessionError(
+                SESSION_UNKNOWN, f"No session named '{name}'. Open one with %mcp_connect or pj.connect()."
+            )
         return session
 
     def list(self) -> list[McpSession]:

@@ -190,3 +190,33 @@ def test_usage_errors_name_a_code_for_a_session_error(ip: InteractiveShell, demo
         ip.run_line_magic("mcp_call", "demo no_such_tool --yes {}")
     with pytest.raises(UsageError, match="mcp_session_exists"):
         ip.run_line_magic("mcp_connect", DEMO)
+
+
+def test_disconnect_confirms_and_a_closed_name_says_closed_not_unknown(
+    ip: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ip.run_line_magic("config", 'McpMagics.approval = "prompt"')
+    ip.run_line_magic("mcp_connect", DEMO)
+    capsys.readouterr()
+    ip.run_line_magic("mcp_disconnect", "demo")
+    assert capsys.readouterr().out == "Closed session 'demo'.\n"
+    for cell in ("%mcp_catalog demo", "%mcp_disconnect demo", '%mcp_call demo echo --yes {"text": "x"}'):
+        text = one_line_error(ip, cell, capsys)
+        assert "mcp_connection_closed: Session 'demo' is closed (closed with %mcp_disconnect)" in text, text
+    assert "mcp_session_unknown" in one_line_error(ip, "%mcp_catalog never_opened", capsys)
+    # The name is free again: a new session takes it, and is the one the magics find.
+    session = ip.run_line_magic("mcp_connect", DEMO)
+    assert ip.run_line_magic("mcp_catalog", "demo") is session.catalog
+    ip.run_line_magic("mcp_connect", DEMO.replace("demo", "other", 1))
+    capsys.readouterr()
+    ip.run_line_magic("mcp_disconnect", "--all")
+    assert capsys.readouterr().out == "Closed 2 sessions: demo, other.\n"
+    ip.run_line_magic("mcp_disconnect", "--all")
+    assert capsys.readouterr().out == "No open sessions to close.\n"
+
+
+def test_sessions_with_none_open_says_so(ip: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    assert pj.sessions() == []
+    capsys.readouterr()
+    assert ip.run_line_magic("mcp_sessions", "") is None
+    assert capsys.readouterr().out.startswith("No open sessions. Open one with %mcp_connect")
