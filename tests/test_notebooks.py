@@ -42,7 +42,8 @@ def test_the_quickstart_runs_top_to_bottom_on_a_real_kernel(tmp_path: Path) -> N
     text = plain(outputs)
     assert "Envelope demo/search_documents: ok" in text
     assert "('mcp_catalog_stale', 'mcp_catalog_stale', 'stale')" in text
-    assert "'closed'" in text
+    assert "('pending', 'ready')" in text  # the approval example survives Run All: nothing voided it
+    assert "('closed', 'closed')" in text
     mimes = {mime for output in outputs for mime in output.get("data", {})}
     assert {"application/vnd.purra.catalog+json", "application/vnd.purra.envelope+json",
             "application/vnd.purra.raw-result+json", "application/vnd.jupyter.widget-view+json"} <= mimes  # fmt: skip
@@ -68,3 +69,22 @@ def test_committed_notebooks_carry_no_outputs() -> None:
         for cell in notebook.cells:
             if cell.cell_type == "code":
                 assert cell.outputs == [] and cell.execution_count is None, path
+
+
+def test_every_server_a_notebook_starts_comes_with_the_lab_extra() -> None:
+    """What `scripts/demo` installs (the `lab` extra) is enough for every notebook: each `-m MODULE` a notebook
+    starts is this kit or a distribution the extra requires."""
+    import re
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["lab"]
+    required = {re.split(r"[<>=!~\[ ]", spec, maxsplit=1)[0].lower().replace("_", "-") for spec in extra}
+    started: set[str] = set()
+    for path in (ROOT / "notebooks").glob("*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            started |= set(re.findall(r"-m ([A-Za-z_][\w.]*)", cell.source)) if cell.cell_type == "code" else set()
+    assert "mcp_server_time" in started  # the check sees the notebooks' servers
+    for module in started - {"purra_jupyter.demo"}:
+        [distribution] = packages_distributions()[module.split(".")[0]]
+        assert distribution.lower().replace("_", "-") in required, (module, distribution)
