@@ -31,7 +31,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from traitlets import Enum, HasTraits
 
 from . import runner
-from .config import Scrubber, ServerConfig, redact_url
+from .config import Scrubber, ServerConfig
 from .errors import SHOWN_CHARS, McpSessionError, server_words, shown, without_groups
 from .wire import (
     CLOSED,
@@ -735,8 +735,8 @@ def _offending(error: Exception) -> str:
 
 
 def _translate(exc: BaseException, connection: Connection, *, connecting: bool, deadline: Deadline | None) -> Any:
-    """Map one failure to a code and a message (most specific first)."""
-    import httpx
+    """Map one failure to a code and a message (most specific first). HTTP failures never get here: the
+    HTTP transport reports each as its request's ``Failure``."""
     from mcp import types
     from mcp.shared.exceptions import McpError
     from purra_mcp import McpAdapterError
@@ -767,12 +767,6 @@ def _translate(exc: BaseException, connection: Connection, *, connecting: bool, 
         # The transport's streams are gone: the server exited or the connection dropped.
         code = CONNECT_FAILED if connecting else CONNECTION_CLOSED
         return McpSessionError(code, f"Server '{name}' closed the connection.{hint}")
-    if isinstance(exc, httpx.HTTPError):
-        detail = f"{exc.__class__.__name__} for {redact_url(str(exc.request.url))}" if _has_request(exc) else (
-            exc.__class__.__name__)  # fmt: skip
-        if isinstance(exc, httpx.HTTPStatusError):
-            detail = f"HTTP {exc.response.status_code} from {redact_url(str(exc.request.url))}"
-        return McpSessionError(CONNECT_FAILED if connecting else TRANSPORT_ERROR, f"Server '{name}': {detail}.")
     if isinstance(exc, OSError) and connecting and connection.transport == STDIO:
         cwd = connection.config.cwd
         if cwd is not None and not os.path.isdir(cwd):
@@ -805,14 +799,6 @@ _ADAPTER_MESSAGES = {
     PROTOCOL_ERROR: "answered with a protocol error",
     TRANSPORT_ERROR: "the transport failed",
 }
-
-
-def _has_request(exc: Exception) -> bool:
-    try:
-        exc.request  # type: ignore[attr-defined]  # noqa: B018 - httpx raises when no request is attached
-    except RuntimeError:
-        return False
-    return True
 
 
 __all__ = ["CancelToken", "Connection", "Deadline", "LogEntry", "SessionLog", "StderrTail"]

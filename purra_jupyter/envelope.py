@@ -129,20 +129,13 @@ class Envelope:
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        body = [*_server_text_html(self), *(_pre(block) for block in self.text)]
+        body = [_pre(block) for block in self.text]
         records = records_in(self.structured)
         if records is not None:
             body.append(_table_html(records))
         if self.structured is not None:
             body.append(_pre(_json_text(self.structured)))
-        return _bundle(
-            self,
-            ENVELOPE_MIME,
-            "PurrA envelope",
-            "purra-envelope",
-            body,
-            {"envelope": self.to_dict(), "serverText": self.server_text},
-        )
+        return _bundle(self, ENVELOPE_MIME, "PurrA envelope", "purra-envelope", body, {"envelope": self.to_dict()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,11 +177,10 @@ class RawResult:
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        body = [*_server_text_html(self), *(_block_html(block) for block in self.content)]
+        body = [_block_html(block) for block in self.content]
         if self.structured_content is not None:
             body.append(_pre(_json_text(self.structured_content)))
-        payload = {"result": self.to_dict(), "serverText": self.server_text}
-        return _bundle(self, RAW_RESULT_MIME, RAW_LABEL, "purra-raw-result", body, payload)
+        return _bundle(self, RAW_RESULT_MIME, RAW_LABEL, "purra-raw-result", body, {"result": self.to_dict()})
 
 
 def _server_text_lines(result: Envelope | RawResult) -> list[str]:
@@ -197,25 +189,23 @@ def _server_text_lines(result: Envelope | RawResult) -> list[str]:
     return [f"  {SERVER_WORDS}:", *(f"    {line}" for line in result.server_text.splitlines())]
 
 
-def _server_text_html(result: Envelope | RawResult) -> list[str]:
-    if not result.server_text:
-        return []
-    return [f"<div><small>{escape(SERVER_WORDS)}</small>{_pre(result.server_text)}</div>"]
-
-
 def _bundle(
     result: Envelope | RawResult, mime: str, label: str, css_class: str, body: list[str], payload: dict[str, Any]
 ) -> dict[str, Any]:
-    """The MIME bundle of a call result: our MIME type for the extension, escaped HTML, plain text."""
+    """The MIME bundle of a call result: our MIME type for the extension, escaped HTML, plain text. The kit's
+    note and the server's own error text come first, outside ``payload`` (the result itself)."""
     parts = [_header_html(label, result.server, result.tool, result.error_code, result.elapsed_ms)]
     if result.message:
         parts.append(f"<p>{escape(result.message)}</p>")
+    if result.server_text:
+        parts.append(f"<div><small>{escape(SERVER_WORDS)}</small>{_pre(result.server_text)}</div>")
     data = {
         "server": result.server,
         "tool": result.tool,
         "errorCode": result.error_code,
         "elapsedMs": round(result.elapsed_ms, 3),
         "message": result.message,
+        "serverText": result.server_text,
         **payload,
     }
     html = f"<div class='{css_class}'>" + "".join(parts + body) + "</div>"

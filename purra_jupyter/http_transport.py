@@ -113,6 +113,10 @@ class _EventStream:
         self.retry: float | None = None
         self.restart()
 
+    async def wait_to_reconnect(self) -> None:
+        """The pause before a reconnection: the server's ``retry`` (at least ``MIN_RETRY``), else ``DEFAULT_RETRY``."""
+        await anyio.sleep(max(MIN_RETRY, DEFAULT_RETRY if self.retry is None else self.retry))
+
     def restart(self) -> None:
         self._pending = bytearray()  # the line read so far
         self._after_cr = False  # the last chunk ended with "\r": a "\n" starting the next one belongs to it
@@ -312,7 +316,7 @@ class HttpTransport:
             if stream.last_id is None:
                 raise self._failed(TRANSPORT_ERROR, f"ended the event stream of {sent.method} before the answer "
                                    f"({ended}) with no event id to resume from", answered=False)  # fmt: skip
-            await anyio.sleep(max(MIN_RETRY, DEFAULT_RETRY if stream.retry is None else stream.retry))
+            await stream.wait_to_reconnect()
             headers = {**self._headers(accept=SSE), LAST_EVENT_ID: stream.last_id}
             async with self._client.stream("GET", self._url, headers=headers) as resumed:
                 if not await self._status_ok(resumed, sent):
@@ -402,7 +406,7 @@ class HttpTransport:
             except (httpx.HTTPError, _RedirectRefused) as error:
                 self._note(f"{self._server}'s own event stream failed: {error.__class__.__name__}")
                 failures += 1
-            await anyio.sleep(max(MIN_RETRY, DEFAULT_RETRY if stream.retry is None else stream.retry))
+            await stream.wait_to_reconnect()
         if failures:
             self._note(f"{self._server}'s own event stream failed {failures} times in a row; not reopened")
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import tomllib
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import nbformat
@@ -74,10 +77,6 @@ def test_committed_notebooks_carry_no_outputs() -> None:
 def test_every_server_a_notebook_starts_comes_with_the_lab_extra() -> None:
     """What `scripts/demo` installs (the `lab` extra) is enough for every notebook: each `-m MODULE` a notebook
     starts is this kit or a distribution the extra requires."""
-    import re
-    import tomllib
-    from importlib.metadata import packages_distributions
-
     extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["lab"]
     required = {re.split(r"[<>=!~\[ ]", spec, maxsplit=1)[0].lower().replace("_", "-") for spec in extra}
     started: set[str] = set()
