@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from traitlets import Any as AnyTrait
@@ -294,6 +295,14 @@ def ms_since(started: float) -> float:
 # --- the decision: one state machine for a plan or a batch ---------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """How a call was decided and when (local time): what its saved record says."""
+
+    how: str
+    at: datetime
+
+
 class Call(HasTraits):
     """One decision over a job (a ``CallPlan``, or a batch offering the same face: ``connection, revision,
     digest(), approved(how), run(cancel), refused(how), failure(code, message), wait(future, cancel)``).
@@ -311,7 +320,7 @@ class Call(HasTraits):
         self.arguments_digest = job.digest()
         self._cancel = CancelToken()
         self._future: Future[None] | None = None
-        self._decided = False
+        self.decision: Decision | None = None  # set when decided (a void says why instead)
         self._lock = threading.Lock()
         job.connection.observe(self._connection_changed, names="state")
 
@@ -321,7 +330,7 @@ class Call(HasTraits):
 
     def approve(self, how: str = "approved with PendingCall.approve()") -> None:
         """Approve this exact call; it runs on the loop, so the kernel is not held."""
-        if not self._decide():
+        if not self._decide(how):
             return
         void = self._void_reason()
         if void is not None:
@@ -332,7 +341,7 @@ class Call(HasTraits):
         self._future = runner.submit(self._run)
 
     def deny(self, how: str = "denied with PendingCall.deny()") -> None:
-        if self._decide():
+        if self._decide(how):
             self._settle(DENIED, self.job.refused(how))
 
     def cancel(self) -> None:
@@ -359,11 +368,11 @@ class Call(HasTraits):
             raise
         self._settle(DONE, result)
 
-    def _decide(self) -> bool:
+    def _decide(self, how: str) -> bool:
         with self._lock:
-            if self._decided:
+            if self.decision is not None:
                 return False
-            self._decided = True
+            self.decision = Decision(how, datetime.now().astimezone())
             return True
 
     def _void_reason(self) -> tuple[str, str] | None:
@@ -378,10 +387,11 @@ class Call(HasTraits):
         self.connection.log.add(
             EVENT_APPROVAL, f"void: {self.job.remote}, args {self.arguments_digest[:12]}: {message}"
         )
+        self.decision = Decision(f"void: {message}", datetime.now().astimezone())
         self._settle(VOID, self.job.failure(code, message))
 
     def _connection_changed(self, change: dict[str, Any]) -> None:
-        if change["new"] in (STALE, CLOSED, FAILED) and self._decide():
+        if change["new"] in (STALE, CLOSED, FAILED) and self._decide("voided"):
             self._void(*(self._void_reason() or (CATALOG_STALE, "the approval no longer holds; nothing was sent")))
 
     def _settle(self, state: str, result: Any) -> None:
@@ -499,6 +509,7 @@ def _raw_checker(schema_text: str) -> Callable[[Any], tuple[str, str] | None]:
 __all__ = [
     "Call",
     "CallPlan",
+    "Decision",
     "Result",
     "argument_checker",
     "check_approve",

@@ -38,8 +38,15 @@ def test_approve_by_click_runs_the_call_once_and_shows_the_result(demo: pj.McpSe
     assert states == ["running", "done"]
     assert pending.result.ok and pending.result.structured == {"text": "<b>hi</b>"}
     assert pending.widget.approve_button.disabled and pending.widget.deny_button.disabled
-    wait_until(lambda: pending.widget.output.outputs, what="the result in the widget")
-    assert "application/vnd.purra.envelope+json" in pending.widget.output.outputs[0]["data"]
+    record = pending._repr_mimebundle_()  # what the cell's output becomes: no widget, the decision and result
+    assert "application/vnd.jupyter.widget-view+json" not in record
+    envelope = record["application/vnd.purra.envelope+json"]
+    assert envelope["envelope"] == pending.result.to_dict()
+    assert envelope["decision"]["state"] == "approved" and envelope["decision"]["how"] == "approved by a click"
+    assert envelope["decision"]["argumentsDigest"] == pending.arguments_digest
+    assert record["text/plain"].startswith("approved (approved by a click) at ")
+    assert "&lt;b&gt;hi&lt;/b&gt;" in record["text/html"] and "<b>hi</b>" not in record["text/html"]
+    assert pending.widget.status.value.endswith(">approved</span>")
     pending.approve()  # after a decision: nothing
     assert counts(demo)["echo"] == 1
     decisions = [row.detail for row in demo.log.events("approval")]
@@ -83,12 +90,17 @@ def test_closing_the_session_voids_the_call(demo: pj.McpSession) -> None:
 def test_raw_calls_and_code_approvals_go_through_the_same_widget(demo: pj.McpSession) -> None:
     pending = demo.call("greet", {"name": "Ada"}, raw=True)
     assert "outside the PurrA contract" in pending.widget.children[0].value
+    bundle = pending._repr_mimebundle_()  # pending: the live widget, and a static view for other readers
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"] == 'pending: approval of demo/greet({"name": "Ada"})'
+    assert "outside the PurrA contract" in bundle["text/html"] and "decide in a running kernel" in bundle["text/html"]
     pending.approve()
     wait_until(lambda: pending.state == "done", what="the raw call")
     assert pending.result.content == [{"type": "text", "text": "Hello, Ada!"}]
     assert any("approved with PendingCall.approve()" in row.detail for row in demo.log.events("approval"))
     bundle = pending._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle and "PendingCall" in bundle["text/plain"]
+    assert "application/vnd.jupyter.widget-view+json" not in bundle
+    assert bundle["application/vnd.purra.raw-result+json"]["decision"]["how"] == "approved with PendingCall.approve()"
 
 
 def test_invalid_arguments_never_reach_the_widget(demo: pj.McpSession) -> None:
@@ -98,13 +110,13 @@ def test_invalid_arguments_never_reach_the_widget(demo: pj.McpSession) -> None:
 
 def test_the_status_widget_follows_the_session_with_no_cell_running(demo: pj.McpSession) -> None:
     status = demo.status_widget()
-    assert "ready" in status.value and "9 callable / 10 tools" in status.value and "bound: none" in status.value
+    assert "ready" in status.value and "10 tools, 9 callable" in status.value and "bound: none" in status.value
     demo.bind("echo")
     assert "bound: echo" in status.value
     # The server announces the change on its own; the loop thread redraws the widget.
     demo.connection.request(lambda client: client.call_tool("toggle_extra_tool", {}))
     wait_until(lambda: "stale" in status.value, what="the status to show stale")
     demo.refresh()
-    assert "ready" in status.value and "10 callable / 11 tools" in status.value
+    assert "ready" in status.value and "11 tools, 10 callable" in status.value
     demo.close()
     assert "closed" in status.value

@@ -231,6 +231,9 @@ def browser() -> Iterator[Browser]:
             opened = Browser(page)
 
             def on_dialog(dialog: Any) -> None:
+                if dialog.type == "beforeunload":  # JupyterLab's "leave the page?" when the test reloads it
+                    dialog.accept()
+                    return
                 opened.dialogs.append(f"{dialog.type}: {dialog.message}")
                 dialog.dismiss()
 
@@ -300,12 +303,12 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
         expect(approval.locator(OURS)).to_have_count(0)
         browser.screenshot(f"{lab.label}-02a-approval-pending", approval)
         approval.get_by_role("button", name="Approve").click()
-        approved = approval.locator(f".jp-OutputArea-output{ENVELOPE}")
+        approved = browser.output("pending", ENVELOPE)  # the widget's output became the call's record
         expect(approved).to_contain_text("search_documents", timeout=STEP)
+        expect(approved.locator(".jp-PurraRenderer-decision")).to_contain_text("approved (approved by a click) at ")
         expect(approved.locator(".jp-PurraRenderer-header")).to_contain_text("ok")
         expect(approved.locator("table.jp-PurraRenderer-table")).to_have_count(1)  # the hits, as records
-        expect(approval.locator(".purra-approval-state")).to_have_text("done")
-        expect(approval.get_by_role("button", name="Approve")).to_be_disabled()
+        expect(approval).to_have_count(0)
         browser.screenshot(f"{lab.label}-02b-approved-envelope", approved)
 
         # The raw image: our raw-result renderer, its label, and the PNG as a data URI.
@@ -397,3 +400,128 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
             browser.screenshot(f"{lab.label}-failure")
         print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
         raise
+
+
+# --- the saved notebook is the record ---------------------------------------------------------------------
+
+QUICKSTART = ROOT / "notebooks" / "quickstart.ipynb"
+WIDGET_ERROR = "Error displaying widget"
+
+
+def quickstart_cell(starts: str) -> int:
+    """The index of the quickstart's code cell whose source starts with ``starts``."""
+    cells = nbformat.read(QUICKSTART, as_version=4).cells
+    [index] = [i for i, cell in enumerate(cells) if cell.cell_type == "code" and cell.source.startswith(starts)]
+    return index
+
+
+def open_notebook(browser: Browser, lab: Lab, path: str) -> None:
+    """Open ``path`` and wait for its kernel to be idle."""
+    browser.page.goto(lab.url(f"/lab/tree/{path}"))
+    browser.page.wait_for_function(
+        """(path) => {
+            const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+            const kernel = panel && panel.context && panel.context.path === path
+                && panel.sessionContext.isReady && panel.sessionContext.session
+                && panel.sessionContext.session.kernel;
+            return Boolean(kernel) && kernel.status === 'idle';
+        }""",
+        arg=path,
+        timeout=STEP,
+    )
+
+
+def run_all(browser: Browser) -> None:
+    """Run every cell and wait until each has run (or one failed, which the caller's checks then show)."""
+    browser.notebook_js("void app.commands.execute('notebook:run-all-cells');")
+    browser.page.wait_for_function(
+        """() => {
+            const cells = window.jupyterapp.shell.currentWidget.content.widgets
+                .filter(cell => cell.model.type === 'code');
+            const failed = document.querySelector('[data-mime-type="application/vnd.jupyter.error"]');
+            return failed !== null || cells.every(cell => cell.model.executionCount !== null);
+        }""",
+        timeout=STEP * 2,
+    )
+    failures = browser.page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]')
+    assert failures.count() == 0, failures.all_inner_texts()
+
+
+def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path: Path, browser: Browser) -> None:
+    """Run the quickstart, decide each approval by a click (approve, deny, a batch, a form reviewed six times
+    with an edit each time), save, stop the kernel, reload: every decision and result is drawn from the file."""
+    cells = {
+        "approve": quickstart_cell("pending ="),
+        "deny": quickstart_cell("to_deny ="),
+        "batch": quickstart_cell("queries ="),
+        "form": quickstart_cell("%mcp_call demo search_documents --form"),
+    }
+    with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
+        (lab.root / "quickstart.ipynb").write_text(QUICKSTART.read_text())
+        page = browser.page
+        nth = lambda name: page.locator(".jp-Notebook .jp-Cell").nth(cells[name])  # noqa: E731
+        try:
+            open_notebook(browser, lab, "quickstart.ipynb")
+            run_all(browser)
+            for name, button in (("approve", "Approve"), ("deny", "Deny"), ("batch", "Approve")):
+                approval = nth(name).locator(".purra-approval")
+                expect(approval.locator(".purra-approval-state")).to_have_text("pending", timeout=STEP)
+                approval.get_by_role("button", name=button).click()
+            expect(nth("approve").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text(
+                "approved (approved by a click)", timeout=STEP
+            )
+            expect(nth("deny").locator(ENVELOPE)).to_contain_text("mcp_approval_denied", timeout=STEP)
+            expect(nth("batch").locator(".purra-decision")).to_contain_text("approved", timeout=STEP)
+            expect(nth("batch").locator("table.dataframe")).to_have_count(1)
+
+            # The form: review, approve, edit, review again — the reviewed call shows every time (the race).
+            form = nth("form")
+            inputs = form.locator(".purra-form input[type='text']")
+            inputs.nth(0).fill("PurrA")
+            for limit in range(1, 7):
+                inputs.nth(1).fill(str(limit))
+                review = form.get_by_role("button", name="Review call")
+                expect(review).to_be_enabled(timeout=STEP)
+                review.click()
+                reviewed = form.locator(".purra-approval")
+                expect(reviewed).to_contain_text(f'"limit": {limit}', timeout=STEP)
+                expect(reviewed.locator(".purra-approval-state")).to_have_text("pending")
+                reviewed.get_by_role("button", name="Approve").click()
+                record = form.locator(ENVELOPE)
+                expect(record.locator(".jp-PurraRenderer-decision")).to_contain_text("approved", timeout=STEP)
+                expect(form.locator(".purra-approval")).to_have_count(0)
+            browser.screenshot("quickstart-05-form-reviewed-and-approved", form)
+
+            browser.notebook_js("await app.commands.execute('docmanager:save');")
+            browser.notebook_js("await panel.sessionContext.shutdown();")
+            saved = nbformat.read(lab.root / "quickstart.ipynb", as_version=4)
+            for name in ("approve", "deny", "form"):
+                mimes = [o.get("data", {}) for o in saved.cells[cells[name]].outputs]
+                envelopes = [d["application/vnd.purra.envelope+json"] for d in mimes
+                             if "application/vnd.purra.envelope+json" in d]  # fmt: skip
+                assert len(envelopes) == 1 and envelopes[0]["decision"]["how"].endswith("by a click"), name
+            batch_html = " ".join(o["data"].get("text/html", "") for o in saved.cells[cells["batch"]].outputs)
+            assert "purra-decision" in batch_html and "dataframe" in batch_html
+
+            page.reload()
+            open_notebook(browser, lab, "quickstart.ipynb")  # a new kernel: no widget of the old one exists
+            expect(nth("approve").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text(
+                "approved (approved by a click)", timeout=STEP
+            )
+            expect(nth("approve").locator(ENVELOPE)).to_contain_text("search_documents")
+            expect(nth("deny").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text(
+                "denied (denied by a click)"
+            )
+            expect(nth("batch").locator(".purra-decision")).to_contain_text("approved (approved by a click)")
+            expect(nth("batch").locator("table.dataframe")).to_have_count(1)
+            expect(nth("form").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text("approved")
+            for name in ("approve", "deny", "batch"):
+                expect(nth(name)).not_to_contain_text(WIDGET_ERROR)
+            browser.screenshot("quickstart-06-reloaded-approved", nth("approve"))
+            browser.screenshot("quickstart-07-reloaded-batch", nth("batch"))
+            assert browser.errors == []
+        except BaseException:
+            with suppress(Exception):
+                browser.screenshot("quickstart-failure")
+            print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
+            raise

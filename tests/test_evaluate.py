@@ -181,7 +181,11 @@ def test_one_approval_widget_covers_the_batch(demo: pj.McpSession) -> None:
     assert frame["error_code"].tolist() == [None] * 7 + ["mcp_invalid_arguments"]
     assert server_counts(demo)["counts"] == {"echo": 7}
     assert pending.widget.approve_button.disabled and pending.widget.deny_button.disabled
-    assert len(pending.widget.output.outputs) == 2  # the summary, then the table
+    record = pending._repr_mimebundle_()  # the cell's output once settled: decision, summary, then the table
+    assert "application/vnd.jupyter.widget-view+json" not in record
+    html = record["text/html"]
+    assert html.index("purra-decision") < html.index("purra-evaluation") < html.index('class="dataframe')
+    assert record["text/plain"].startswith("approved (approved by a click) at ")
     assert pending.widget.children[2].value == 8  # the progress bar, full
     approvals = [e.detail for e in demo.log.events("approval") if "evaluate echo" in e.detail]
     assert len(approvals) == 1 and "approved by a click: 7 rows" in approvals[0]

@@ -40,13 +40,18 @@ def plain(outputs: list[dict]) -> str:
     return " ".join(str(output.get("data", {}).get("text/plain", "")) for output in outputs)
 
 
+def plain_and_streams(outputs: list[dict]) -> str:
+    return " ".join(str(output.get("data", {}).get("text/plain", output.get("text", ""))).strip() for output in outputs)
+
+
 def test_the_quickstart_runs_top_to_bottom_on_a_real_kernel(tmp_path: Path) -> None:
     outputs = execute("quickstart", tmp_path)
     text = plain(outputs)
     assert "Envelope demo/search_documents: ok" in text
     assert "('mcp_catalog_stale', 'mcp_catalog_stale', 'stale')" in text
-    assert "('pending', 'ready')" in text  # the approval example survives Run All: nothing voided it
-    assert "('closed', 'closed')" in text
+    # the approval examples survive Run All: nothing voided them, they wait for a click
+    assert "('pending', 'pending', 'pending', 'ready')" in text
+    assert "Closed session 'changes'. 'closed'" in plain_and_streams(outputs)
     mimes = {mime for output in outputs for mime in output.get("data", {})}
     assert {"application/vnd.purra.catalog+json", "application/vnd.purra.envelope+json",
             "application/vnd.purra.raw-result+json", "application/vnd.jupyter.widget-view+json"} <= mimes  # fmt: skip
@@ -87,3 +92,31 @@ def test_every_server_a_notebook_starts_comes_with_the_lab_extra() -> None:
     for module in started - {"purra_jupyter.demo"}:
         [distribution] = packages_distributions()[module.split(".")[0]]
         assert distribution.lower().replace("_", "-") in required, (module, distribution)
+
+
+def test_a_call_decided_later_leaves_its_record_in_its_own_cell() -> None:
+    """The output of a pending call becomes its record when a later cell decides it (display ids), and the
+    status line's output holds the session's last state: the executed file needs no kernel to be read."""
+    import nbclient
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in (
+        "import sys\n%load_ext purra_jupyter",
+        "demo = %mcp_connect demo -- {sys.executable} -m purra_jupyter.demo",
+        'pending = %mcp_call demo search_documents {"query": "PurrA", "limit": 2}\npending',
+        'to_deny = %mcp_call demo search_documents {"query": "x", "limit": 1}\nto_deny',
+        "pending.approve(); pending.wait(); to_deny.deny()\n%mcp_disconnect demo",
+    )]  # fmt: skip
+    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    [status, _catalog] = notebook.cells[1].outputs
+    assert status["data"]["text/plain"].startswith("closed · session: demo")
+    [approved] = notebook.cells[2].outputs
+    [denied] = notebook.cells[3].outputs
+    for output, word, how in ((approved, "approved", "approved with PendingCall.approve()"),
+                              (denied, "denied", "denied with PendingCall.deny()")):  # fmt: skip
+        assert "application/vnd.jupyter.widget-view+json" not in output["data"]
+        decision = output["data"]["application/vnd.purra.envelope+json"]["decision"]
+        assert decision["state"] == word and decision["how"] == how
+        assert output["data"]["text/plain"].startswith(f"{word} ({how}) at ")
+    assert approved["data"]["application/vnd.purra.envelope+json"]["errorCode"] is None
+    assert denied["data"]["application/vnd.purra.envelope+json"]["errorCode"] == "mcp_approval_denied"

@@ -40,6 +40,7 @@ const CLASS = {
   raw: 'jp-PurraRawResult',
   catalog: 'jp-PurraCatalog',
   header: 'jp-PurraRenderer-header',
+  decision: 'jp-PurraRenderer-decision',
   kind: 'jp-PurraRenderer-kind',
   ok: 'jp-PurraRenderer-ok',
   error: 'jp-PurraRenderer-error',
@@ -97,6 +98,7 @@ export class EnvelopeRenderer extends PurraRenderer {
   }
 
   protected draw(node: HTMLElement, data: Private.JSONObject): void {
+    Private.appendDecision(node, data);
     node.appendChild(Private.header('PurrA envelope', data));
     Private.appendMessage(node, data);
     Private.appendServerText(node, data);
@@ -115,6 +117,7 @@ export class RawResultRenderer extends PurraRenderer {
   }
 
   protected draw(node: HTMLElement, data: Private.JSONObject): void {
+    Private.appendDecision(node, data);
     node.appendChild(Private.el('div', CLASS.rawLabel, RAW_LABEL));
     node.appendChild(Private.header('raw result', data));
     Private.appendMessage(node, data);
@@ -336,6 +339,33 @@ namespace Private {
     line.appendChild(el('code', undefined, asText(data.tool)));
     line.appendChild(el('span', CLASS.muted, ` · ${elapsed} ms`));
     return line;
+  }
+
+  /**
+   * How the call was decided (a saved record: `approved (approved by a click) at … · server/tool ·
+   * arguments digest 1a2b…`), the full digest on hover. Absent for results not decided by a widget.
+   */
+  export function appendDecision(node: HTMLElement, data: JSONObject): void {
+    const decision = asObject(data.decision);
+    if (decision === null) {
+      return;
+    }
+    const digest = asText(decision.argumentsDigest);
+    const line = el('div', CLASS.decision);
+    line.appendChild(el('b', undefined, asText(decision.state)));
+    line.appendChild(
+      text(` (${asText(decision.how)}) at ${localTime(asText(decision.at))} · ${asText(decision.server)}/${asText(decision.tool)}`)
+    );
+    line.appendChild(text(' · arguments digest '));
+    const code = el('code', undefined, `${digest.slice(0, 12)}…`);
+    code.title = digest;
+    line.appendChild(code);
+    node.appendChild(line);
+  }
+
+  /** `2026-12-01T16:04:33+01:00` as `2026-12-01 16:04:33`: the kernel's local time, as the record says. */
+  function localTime(iso: string): string {
+    return iso.replace('T', ' ').slice(0, 19);
   }
 
   export function appendMessage(node: HTMLElement, data: JSONObject): void {

@@ -3,7 +3,8 @@
 An approval covers one call (or one batch of calls, see ``evaluate``): server, tool, the digest of
 the arguments and the catalog revision. ``PendingCall`` is the call lifecycle's ``Call`` with this
 widget on top: a click approves or denies through the same state machine as code does, so a clicked
-call settles exactly like one approved in code (``done``, ``denied`` or ``void``, never stuck).
+call settles exactly like one approved in code (``done``, ``denied`` or ``void``, never stuck), and its
+output is rewritten to the call's record (``records``), which the saved notebook keeps.
 """
 
 from __future__ import annotations
@@ -16,22 +17,45 @@ import ipywidgets as widgets
 from traitlets import dlink
 
 from ..calls import Call
-from ..wire import DENIED, DONE, VOID
+from .records import SETTLED, TEXT_HTML, TEXT_PLAIN, LiveOutput, pre, record_bundle, state_word
 
 HINTS_LABEL = "server hints — grant no authority"
 
 
 class PendingCall(Call):
-    """A call waiting for a decision; displays as the approval widget. ``result`` is set once decided."""
+    """A call waiting for a decision; displays as the approval widget, and its output becomes the call's
+    static record (decision and result) once it settled. ``result`` is set once decided."""
 
     def __init__(self, job: Any) -> None:
         super().__init__(job)
         self.widget = ApprovalWidget(self)
+        self._outputs = [LiveOutput()]  # its own, and a form's when it reviewed this call
+        self.observe(self._settled, names="state")
+
+    def follow(self, output: LiveOutput) -> None:
+        """Also keep ``output`` (shown elsewhere) showing this call: now, and its record once settled."""
+        self._outputs.append(output)
+        output.update(self._repr_mimebundle_())
+
+    def unfollow(self, output: LiveOutput) -> None:
+        self._outputs.remove(output)
+
+    def _ipython_display_(self) -> None:
+        self._outputs[0].show(self._repr_mimebundle_())
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        if self.state in SETTLED:
+            return record_bundle(self)
         bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
-        bundle["text/plain"] = repr(self)
+        bundle[TEXT_HTML] = _details_html(self) + pre(f"{state_word(self)}: decide in a running kernel")
+        bundle[TEXT_PLAIN] = f"{state_word(self)}: approval of {self.connection.name}/{self.job.summary}"
         return bundle
+
+    def _settled(self, change: dict[str, Any]) -> None:
+        if change["new"] in SETTLED:
+            record = record_bundle(self)
+            for output in list(self._outputs):
+                output.update(record)
 
 
 class ApprovalWidget(widgets.VBox):
@@ -43,8 +67,7 @@ class ApprovalWidget(widgets.VBox):
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
         self.approve_button.on_click(lambda _: call.approve("approved by a click"))
         self.deny_button.on_click(lambda _: call.deny("denied by a click"))
-        self.status = widgets.HTML(_status_html(call.state))
-        self.output = widgets.Output()
+        self.status = widgets.HTML(_status_html(call))
         progress = []
         total = getattr(job, "progress_total", None)
         if total is not None:  # a batch: a bar that follows its settled rows
@@ -58,23 +81,18 @@ class ApprovalWidget(widgets.VBox):
                 widgets.HTML(_details_html(call)),
                 widgets.HBox([self.approve_button, self.deny_button, self.status]),
                 *progress,
-                self.output,
             ]
         )
         self.add_class("purra-approval")
 
     def _changed(self, change: dict[str, Any]) -> None:
-        """Follow the call's state (from any thread: widget traits and ``Output`` only); once it settled,
-        disable the buttons and show the result."""
-        self.status.value = _status_html(change["new"])
-        self.approve_button.disabled = self.deny_button.disabled = True  # decided
-        if change["new"] in (DONE, DENIED, VOID):
-            for item in self._call.job.shown(self._call.result):
-                self.output.append_display_data(item)
+        """Follow the call's state (from any thread: widget traits only); once decided, no more buttons."""
+        self.status.value = _status_html(self._call)
+        self.approve_button.disabled = self.deny_button.disabled = True
 
 
-def _status_html(state: str) -> str:
-    return f"<span class='purra-approval-state'>{escape(state)}</span>"
+def _status_html(call: Call) -> str:
+    return f"<span class='purra-approval-state'>{escape(state_word(call))}</span>"
 
 
 def _details_html(call: Call) -> str:

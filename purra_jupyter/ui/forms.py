@@ -15,9 +15,12 @@ from html import escape
 from typing import Any
 
 import ipywidgets as widgets
+from IPython.display import display
 
 from ..calls import argument_checker
 from ..catalog import ToolVerdict
+from .approval import PendingCall
+from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput, bundle_of, pre
 
 UNSET_LABEL = "(not set)"
 _UNSET: Any = object()  # an optional field with no value: left out of the arguments
@@ -297,6 +300,7 @@ class SchemaForm(widgets.VBox):
             body = self.root.widget
         self._building = False
         self.children = [body, self.problem, self.review_button]
+        self.add_class("purra-form")
         self.changed()
 
     def reindex(self) -> None:
@@ -339,27 +343,50 @@ class SchemaForm(widgets.VBox):
         self.problem.value = f"<span style='color:#cf222e'>{escape(path)}: {escape(problem)}</span>"
 
 
-def tool_form(tool: ToolVerdict, *, limits: Any, review: Callable[[dict[str, Any], bool], Any]) -> SchemaForm:
+class ToolForm(SchemaForm):
+    """A tool's form, shown with one output below it for the call it reviewed: the approval widget while
+    pending, then that call's record (see ``records``), so the saved notebook keeps the reviewed call."""
+
+    def __init__(self, tool: ToolVerdict, *, limits: Any, review: Callable[[dict[str, Any], bool], Any]) -> None:
+        self.raw = not tool.callable
+        self.tool = tool
+        self.pending: Any = None  # what the last review gave: a PendingCall, or a result
+        self.reviewed = LiveOutput()
+        self._review = review
+        super().__init__(tool.input_schema, argument_checker(tool.input_schema, raw=self.raw, limits=limits),
+                         editor=self.raw)  # fmt: skip
+        self.review_button.on_click(lambda _: self.review())
+
+    def review(self) -> Any:
+        """Propose the call the form holds (what "Review call" does); a call this form proposed before and
+        nobody decided is denied, so that only the new one can be approved."""
+        arguments = self.arguments()
+        if arguments is None:
+            return None
+        previous, self.pending = self.pending, self._review(arguments, self.raw)
+        if isinstance(previous, PendingCall):
+            previous.unfollow(self.reviewed)
+            previous.deny("replaced by a new review in the form")
+        if isinstance(self.pending, PendingCall):
+            self.pending.follow(self.reviewed)
+        else:
+            self.reviewed.update(bundle_of(self.pending))
+        return self.pending
+
+    def _ipython_display_(self) -> None:
+        path = "a raw call (JSON editor)" if self.raw else "a PurrA read call"
+        bundle = dict(self._repr_mimebundle_() or {})
+        bundle[TEXT_PLAIN] = f"argument form for {self.tool.name}: {path}; it needs a running kernel"
+        bundle[TEXT_HTML] = pre(bundle[TEXT_PLAIN])
+        display(bundle, raw=True)
+        self.reviewed.show({TEXT_PLAIN: "no call reviewed yet", TEXT_HTML: pre("no call reviewed yet")})
+
+
+def tool_form(tool: ToolVerdict, *, limits: Any, review: Callable[[dict[str, Any], bool], Any]) -> ToolForm:
     """A form for ``tool``'s arguments; "Review call" shows what ``review(arguments, raw)`` returns (the
     approval widget, or the result when the session's policy decided) below it. A tool outside the profile
     gets a JSON editor and a raw call."""
-    raw = not tool.callable
-    check = argument_checker(tool.input_schema, raw=raw, limits=limits)
-    form = SchemaForm(tool.input_schema, check, editor=raw)
-    output = widgets.Output()
-    form.review_output = output  # type: ignore[attr-defined]
-    form.children = [*form.children, output]
-
-    def on_review(_: Any) -> None:
-        arguments = form.arguments()
-        if arguments is None:
-            return
-        form.pending = review(arguments, raw)  # type: ignore[attr-defined]
-        output.clear_output()
-        output.append_display_data(form.pending)  # type: ignore[attr-defined]
-
-    form.review_button.on_click(on_review)
-    return form
+    return ToolForm(tool, limits=limits, review=review)
 
 
 def _parse_json(text: str, path: str, required: bool) -> Any:

@@ -1,5 +1,8 @@
 """A live status line for a session: it redraws itself when the connection or its bindings change, from
-whichever thread changed them (a server notification arrives on the loop, not in a cell)."""
+whichever thread changed them (a server notification arrives on the loop, not in a cell).
+
+Shown in a cell, it is a plain output under a display id, rewritten at each change: the saved notebook
+holds the last state, readable without a kernel. Placed in a layout, it is an ``HTML`` widget."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import ipywidgets as widgets
 from ..bindings import Bindings
 from ..connection import Connection
 from ..wire import EVENT_ERROR, READY, STALE
+from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput
 
 _COLORS = {READY: "#1a7f37", STALE: "#9a6700"}
 
@@ -22,6 +26,8 @@ class SessionStatus(widgets.HTML):
         super().__init__()
         self.connection = connection
         self.bindings = bindings
+        self.text = ""
+        self._output = LiveOutput()
         connection.observe(self._redraw, names="state")
         bindings.observe(self._redraw, names="count")
         self._redraw()
@@ -29,7 +35,7 @@ class SessionStatus(widgets.HTML):
 
     def _redraw(self, change: Any = None) -> None:
         connection, catalog = self.connection, self.bindings.catalog
-        tools = f"{sum(t.callable for t in catalog.tools)} callable / {len(catalog)} tools"
+        tools = f"{len(catalog)} tools, {sum(t.callable for t in catalog.tools)} callable"
         bound = ", ".join(self.bindings.local_names()) or "none"
         errors = connection.log.events(EVENT_ERROR)
         last_error = connection.cause or (errors[-1].detail if errors else "none")
@@ -44,4 +50,12 @@ class SessionStatus(widgets.HTML):
         ]
         body = " · ".join(f"{escape(label)}: {escape(value)}" for label, value in cells)
         state = f"<b style='color:{color}' class='purra-status-state'>{escape(connection.state)}</b>"
-        self.value = f"<div>{state} · {body}</div>"
+        self.text = f"{connection.state} · " + " · ".join(f"{label}: {value}" for label, value in cells)
+        self.value = f"<div class='purra-status' style='text-align:left'>{state} · {body}</div>"
+        self._output.update(self._bundle())
+
+    def _bundle(self) -> dict[str, str]:
+        return {TEXT_HTML: self.value, TEXT_PLAIN: self.text}
+
+    def _ipython_display_(self) -> None:
+        self._output.show(self._bundle())

@@ -1,0 +1,137 @@
+"""Saved records: the outputs a live object leaves in the notebook file.
+
+A widget lives as long as its kernel; a notebook keeps outputs. So each live object of ours (an approval,
+a form's reviewed call, a status line) is shown under a display id, and once it has something final to
+say, that output is rewritten to a static bundle (plain text, escaped HTML, and our MIME type for the
+extension) that needs neither a kernel nor widget state to be read.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import uuid
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from IPython import get_ipython
+from IPython.display import display, update_display
+
+from ..envelope import Envelope, RawResult
+from ..wire import DENIED, DONE, ENVELOPE_MIME, PENDING, RAW_RESULT_MIME, RUNNING, VOID
+
+if TYPE_CHECKING:
+    from ..calls import Call
+
+SETTLED = (DONE, DENIED, VOID)
+DIGEST_SHOWN = 12  # hex digits of a digest shown; the full one is in the title and the data
+TEXT_PLAIN = "text/plain"
+TEXT_HTML = "text/html"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+_OUR_MIMES = (ENVELOPE_MIME, RAW_RESULT_MIME)
+
+
+class LiveOutput:
+    """One display id: every output shown under it is rewritten by ``update`` (from any thread; the
+    frontend finds the outputs by id). Before ``show``, or in a terminal (which would print each update
+    anew), there is nothing to rewrite."""
+
+    def __init__(self) -> None:
+        self.display_id = uuid.uuid4().hex
+        self.shown = False
+
+    def show(self, bundle: dict[str, Any]) -> None:
+        display(bundle, raw=True, display_id=self.display_id)
+        self.shown = getattr(get_ipython(), "kernel", None) is not None
+
+    def update(self, bundle: dict[str, Any]) -> None:
+        """Rewrite the outputs. Run in an empty context: a task on the loop carries a copy of the context
+        of the cell that started it, and with it that cell's message as the kernel's parent; without it the
+        kernel uses the message it handles now, which is what a notebook runner (nbclient) listens to."""
+        if self.shown:
+            contextvars.Context().run(update_display, bundle, raw=True, display_id=self.display_id)
+
+
+def bundle_of(item: Any) -> dict[str, Any]:
+    """A MIME bundle for one of the things a record holds (our results, a summary, a DataFrame)."""
+    if hasattr(item, "_repr_mimebundle_"):
+        return dict(item._repr_mimebundle_())
+    if hasattr(item, "_repr_html_"):
+        return {TEXT_HTML: item._repr_html_(), TEXT_PLAIN: repr(item)}
+    return {TEXT_PLAIN: repr(item)}
+
+
+def combined(bundles: list[dict[str, Any]]) -> dict[str, Any]:
+    """One bundle from several, in order: their HTML (or escaped text) and plain text joined; the first
+    of each other MIME type kept."""
+    out: dict[str, Any] = {}
+    for bundle in bundles:
+        for mime, data in bundle.items():
+            if mime not in (TEXT_HTML, TEXT_PLAIN):
+                out.setdefault(mime, data)
+    out[TEXT_HTML] = "".join(b.get(TEXT_HTML) or pre(b.get(TEXT_PLAIN, "")) for b in bundles)
+    out[TEXT_PLAIN] = "\n".join(b[TEXT_PLAIN] for b in bundles if b.get(TEXT_PLAIN))
+    return out
+
+
+def pre(text: str) -> str:
+    return f"<pre style='white-space:pre-wrap;text-align:left'>{escape(text)}</pre>"
+
+
+def state_word(call: Call) -> str:
+    """What a person reads for a call's state: pending, running, approved, failed, denied or void."""
+    if call.state == DONE:
+        failed = isinstance(call.result, Envelope | RawResult) and not call.result.ok  # a batch's rows say theirs
+        return "failed" if failed else "approved"
+    return {PENDING: "pending", RUNNING: "approved, running"}.get(call.state, call.state)
+
+
+def short_digest(digest: str) -> str:
+    return digest[:DIGEST_SHOWN] + "…"
+
+
+def decision_data(call: Call) -> dict[str, Any]:
+    decision = call.decision
+    return {
+        "state": state_word(call),
+        "how": decision.how if decision else "",
+        "at": decision.at.isoformat(timespec="seconds") if decision else "",
+        "server": call.connection.name,
+        "tool": call.job.remote,
+        "argumentsDigest": call.arguments_digest,
+    }
+
+
+def decision_line(call: Call) -> str:
+    """The record's first line, e.g. ``approved (approved by a click) at 15:40:02 · demo/greet · ...``."""
+    data = decision_data(call)
+    at = call.decision.at.strftime("%Y-%m-%d %H:%M:%S") if call.decision else ""
+    return (
+        f"{data['state']} ({data['how']}) at {at} · {data['server']}/{data['tool']} · "
+        f"arguments digest {short_digest(call.arguments_digest)}"
+    )
+
+
+def decision_html(call: Call) -> str:
+    data = decision_data(call)
+    at = call.decision.at.strftime("%Y-%m-%d %H:%M:%S") if call.decision else ""
+    label, shown = call.job.shown_arguments
+    arguments = json.dumps(shown, indent=2, ensure_ascii=False)
+    return (
+        f"<div class='purra-decision' style='text-align:left'><b>{escape(data['state'])}</b> "
+        f"({escape(data['how'])}) at {escape(at)} · {escape(data['server'])}/<code>{escape(data['tool'])}</code>"
+        f" · arguments digest <code title='{escape(call.arguments_digest, quote=True)}'>"
+        f"{escape(short_digest(call.arguments_digest))}</code>"
+        f"<details><summary>{escape(label)}</summary>{pre(arguments)}</details></div>"
+    )
+
+
+def record_bundle(call: Call) -> dict[str, Any]:
+    """The static record of a settled call: its decision, then the full bundle of what it showed."""
+    bundles = [bundle_of(item) for item in call.job.shown(call.result)]
+    for bundle in bundles:
+        for mime in _OUR_MIMES:
+            if mime in bundle:
+                bundle[mime] = {**bundle[mime], "decision": decision_data(call)}
+    head = {TEXT_HTML: decision_html(call), TEXT_PLAIN: decision_line(call)}
+    return combined([head, *bundles])
