@@ -11,6 +11,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from html import escape
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -26,6 +27,29 @@ if TYPE_CHECKING:
     from purra_mcp import McpToolBinding, McpToolCatalog, McpToolLimits
 
 MAX_TIMEOUT_MS = 300_000
+
+
+class BindingEntry(dict):
+    """purra-mcp's snapshot entry of one binding (a plain dict), shown as a small table."""
+
+    def _rows(self) -> list[tuple[str, str]]:
+        policy = self.get("policy") or {}
+        return [
+            ("tool", str(self.get("remoteName"))),
+            ("local name", str(self.get("localName"))),
+            ("title", str(policy.get("title", ""))),
+            ("mode", str(getattr(policy.get("mode"), "value", policy.get("mode")))),
+            ("risk", str(getattr(policy.get("riskLevel"), "value", policy.get("riskLevel")))),
+            ("concurrency safe", "yes" if self.get("concurrencySafe") else "no"),
+        ]
+
+    def __repr__(self) -> str:
+        return "BindingEntry " + ", ".join(f"{key}: {value}" for key, value in self._rows())
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        cell = "style='text-align:left;padding:2px 8px'"
+        rows = "".join(f"<tr><th {cell}>{escape(k)}</th><td {cell}>{escape(v)}</td></tr>" for k, v in self._rows())
+        return {"text/plain": repr(self), "text/html": f"<table class='purra-binding'>{rows}</table>"}
 
 
 @dataclass(frozen=True)
@@ -170,7 +194,8 @@ class Bindings(HasTraits):
             found = await self._discover(client, bindings)
             self._install(replace(self._state, bindings=bindings, found=found))
         self.connection.log.add(EVENT_BIND, f"bound {remote} as read tool {binding.local_name}")
-        return next(entry for entry in found.snapshot.to_mapping()["entries"] if entry["remoteName"] == remote)
+        entries = found.snapshot.to_mapping()["entries"]
+        return BindingEntry(next(entry for entry in entries if entry["remoteName"] == remote))
 
     def unbind(self, name: str) -> None:
         """Remove the binding with local (or remote) name ``name``."""

@@ -41,6 +41,7 @@ FRAME_COLUMNS = [
     "output_verdict",
     "callable",
     "reasons",
+    "refusal",
     "read_only_hint",
     "destructive_hint",
     "idempotent_hint",
@@ -119,7 +120,8 @@ class ToolVerdict:
             "input_verdict": self.input_verdict,
             "output_verdict": self.output_verdict,
             "callable": self.callable,
-            "reasons": self.reasons,
+            "reasons": "; ".join(self.reasons),  # text a person reads; the tuple stays on the verdict
+            "refusal": self.refusal,
             "read_only_hint": hints.get("readOnlyHint"),
             "destructive_hint": hints.get("destructiveHint"),
             "idempotent_hint": hints.get("idempotentHint"),
@@ -166,7 +168,7 @@ class Catalog:
         import pandas as pd
 
         frame = pd.DataFrame([tool.row() for tool in self.tools], columns=["tool", *FRAME_COLUMNS])
-        return frame.set_index("tool")
+        return frame.convert_dtypes().set_index("tool")  # nullable dtypes: a missing hint is <NA>, not NaN
 
     def diff(self, other: Catalog) -> pd.DataFrame:
         """What changed from this catalog to ``other``: one row per added, removed or changed tool."""

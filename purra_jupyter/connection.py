@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from html import escape
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -88,7 +88,8 @@ class LogEntry:
 
 
 class SessionLog:
-    """The last ``LOG_ROWS`` events of a session, each detail scrubbed of secrets; appended from any thread."""
+    """The last ``LOG_ROWS`` events of a session, each detail scrubbed of secrets; appended from any thread.
+    Times are the machine's local time; shown as ``HH:MM:SS.mmm`` with each detail whole."""
 
     def __init__(self, scrub: Callable[[str], str] = str, maxlen: int = LOG_ROWS) -> None:
         self._rows: deque[LogEntry] = deque(maxlen=maxlen)
@@ -98,7 +99,7 @@ class SessionLog:
         detail = self._scrub(detail)  # before cutting, so no part of a secret survives the cut
         if len(detail) > _DETAIL_CHARS:
             detail = detail[:_DETAIL_CHARS] + "…"
-        self._rows.append(LogEntry(datetime.now(UTC), event, detail))
+        self._rows.append(LogEntry(datetime.now().astimezone(), event, detail))
 
     def __iter__(self) -> Iterator[LogEntry]:
         return iter(tuple(self._rows))
@@ -109,21 +110,38 @@ class SessionLog:
     def events(self, event: str) -> list[LogEntry]:
         return [row for row in self if row.event == event]
 
+    def last(self, count: int) -> SessionLog:
+        """A copy holding the last ``count`` rows (what ``%mcp_log`` shows)."""
+        copy = SessionLog(maxlen=max(count, 1))
+        copy._rows.extend(tuple(self._rows)[-count:] if count > 0 else ())
+        return copy
+
     def to_frame(self) -> Any:
         import pandas as pd
 
         return pd.DataFrame([(row.time, row.event, row.detail) for row in self], columns=["time", "event", "detail"])
 
     def __repr__(self) -> str:
-        return "\n".join(f"{row.time:%H:%M:%S.%f}"[:-3] + f"  {row.event:<12} {row.detail}" for row in self)
+        return "\n".join(f"{_clock(row.time)}  {row.event:<12} {row.detail}" for row in self) or "(no events)"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        cell = "style='text-align:left;vertical-align:top;padding:2px 8px'"
+        detail = (
+            "style='text-align:left;vertical-align:top;padding:2px 8px;white-space:pre-wrap;overflow-wrap:anywhere'"
+        )
         rows = "".join(
-            f"<tr><td>{row.time:%H:%M:%S}</td><td>{escape(row.event)}</td><td><pre>{escape(row.detail)}</pre></td></tr>"
+            f"<tr><td {cell}><code>{_clock(row.time)}</code></td><td {cell}>{escape(row.event)}</td>"
+            f"<td {detail}>{escape(row.detail)}</td></tr>"
             for row in self
         )
-        html = f"<table><thead><tr><th>time</th><th>event</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
+        head = "".join(f"<th {cell}>{name}</th>" for name in ("time", "event", "detail"))
+        html = f"<table class='purra-log'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         return {"text/plain": repr(self), "text/html": html}
+
+
+def _clock(time: datetime) -> str:
+    """``HH:MM:SS.mmm`` in the machine's local time."""
+    return f"{time.astimezone():%H:%M:%S.%f}"[:-3]
 
 
 class StderrTail:

@@ -35,7 +35,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 RESULT_COLUMNS = ("ok", "error_code", "text", "structured", "elapsed_ms", "message")
-_DTYPES = {"ok": bool, "elapsed_ms": float, "passed": bool}
+# pandas' nullable types: a missing value is <NA> (an ok row's error_code, a row never sent's elapsed_ms)
+_DTYPES = {"ok": bool, "error_code": "string", "text": "string", "elapsed_ms": "Float64", "message": "string",
+           "passed": bool, "check_message": "string"}  # fmt: skip
 MAX_CONCURRENCY = 64
 PREVIEW_ROWS = 5
 STOP_SECONDS = 10.0  # after an interrupt, how long the kernel waits for the rows in flight to end
@@ -238,15 +240,14 @@ class Batch(HasTraits):
 
         results = [result or self.plans[row].fail(INTERRUPTED, "not run") for row, result in enumerate(self.results)]
         columns: dict[str, list[Any]] = {name: [] for name in RESULT_COLUMNS}
-        for result in results:
-            for name, value in zip(RESULT_COLUMNS, _result_fields(result), strict=True):
+        for row, result in enumerate(results):
+            for name, value in zip(RESULT_COLUMNS, _result_fields(result, sent=row in self._ran), strict=True):
                 columns[name].append(value)
         if self.check is not None:
             verdicts = [_checked(self.check, result) for result in results]
             columns["passed"] = [passed for passed, _ in verdicts]
             columns["check_message"] = [message for _, message in verdicts]
         inputs = self.frame.rename(columns=lambda c: f"arg:{c}" if c in columns else c)
-        # object columns keep None as None (an ok row's error_code), not NaN
         results_frame = pd.DataFrame({k: pd.Series(v, dtype=_DTYPES.get(k, object)) for k, v in columns.items()})
         out = pd.concat([inputs, results_frame.set_axis(self.frame.index)], axis=1)
         out.attrs["summary"] = self._summary(results, columns)
@@ -308,7 +309,8 @@ def input_rows(rows: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     arguments = [dict(row) if isinstance(row, Mapping) else None for row in rows]
     if None in arguments:
         raise McpSessionError(CONFIG_INVALID, "rows must be a DataFrame or a list of argument dicts.")
-    return pd.DataFrame(arguments, index=pd.RangeIndex(len(arguments))), arguments
+    # nullable dtypes: an integer argument some rows leave out stays an integer column, with <NA> there
+    return pd.DataFrame(arguments, index=pd.RangeIndex(len(arguments))).convert_dtypes(), arguments
 
 
 def _missing(value: Any) -> bool:
@@ -345,13 +347,15 @@ def _check_concurrency_safe(bindings: Bindings, remote: str, concurrency: int) -
         )
 
 
-def _result_fields(result: Result) -> tuple[Any, ...]:
+def _result_fields(result: Result, *, sent: bool) -> tuple[Any, ...]:
+    """A row's result columns: its text blocks joined by newlines, its time (0.1 ms) only if it was sent."""
     if isinstance(result, RawResult):
         text = [block.get("text", "") for block in result.content if block.get("type") == "text"]
         structured = result.structured_content
     else:
         text, structured = result.text, result.structured
-    return result.ok, result.error_code, text, structured, result.elapsed_ms, result.message
+    elapsed = round(result.elapsed_ms, 1) if sent else None
+    return result.ok, result.error_code, "\n".join(text), structured, elapsed, result.message
 
 
 def _checked(check: Check, result: Result) -> tuple[bool, str]:

@@ -339,9 +339,10 @@ class McpMagics(Magics, Configurable):
     @magic_arguments()
     @argument("name", help="the session")
     def mcp_log(self, line: str) -> Any:
-        """The session's event log (connect, list, bind, approvals, calls, stderr, close ...)."""
+        """The session's event log (connect, list, bind, approvals, calls, stderr, close ...): its last rows
+        (``McpMagics.max_rows``); ``s.log.to_frame()`` has them all as a DataFrame."""
         args = parse(self.mcp_log, line)
         if isinstance(args, MagicHelp):
             return args
         with _one_line_errors():
-            return registry.get(args.name).log.to_frame().tail(self.max_rows)
+            return registry.get(args.name).log.last(self.max_rows)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pandas as pd
 import pytest
 from conftest import demo_config, raw_config, wait_until
 from mcp import ClientSession, StdioServerParameters
@@ -80,7 +81,9 @@ def test_demo_catalog_verdicts_reasons_and_frame(demo: pj.McpSession) -> None:
     assert list(frame.columns) == FRAME_COLUMNS
     assert frame.index.name == "tool"
     assert frame.loc["echo", "read_only_hint"] is True or frame.loc["echo", "read_only_hint"] == True  # noqa: E712
-    assert frame.loc["greet", "reasons"] == greet.reasons
+    assert frame.loc["greet", "reasons"] == greet.reasons[0] and isinstance(frame.loc["greet", "reasons"], str)
+    assert frame.loc["greet", "refusal"] == greet.refusal == "mcp_schema_unsupported"
+    assert frame.loc["search_documents", "reasons"] == "" and frame.loc["search_documents", "refusal"] is pd.NA
     assert frame.loc["echo", "schema_bytes"] > 0
     assert_verdicts_match_purra(demo)
 

@@ -19,6 +19,7 @@ from purra_jupyter.evaluate import EvaluationSummary
 from purra_jupyter.ui.approval import PendingCall
 
 RESULT_COLUMNS = ["ok", "error_code", "text", "structured", "elapsed_ms", "message"]
+NA = pd.NA
 
 
 @pytest.fixture
@@ -35,6 +36,21 @@ def server_counts(session: pj.McpSession) -> dict[str, Any]:
     return seen
 
 
+def test_the_table_reads_as_a_table(demo: pj.McpSession) -> None:
+    """Nullable dtypes, so nothing reads as a Python value: an argument some rows leave out stays an integer,
+    an ok row's error_code is <NA> (not the word None), text is one string, a row never sent has no time."""
+    rows = [{"query": "PurrA", "limit": 2}, {"query": "x"}, {"query": "too many", "limit": 100}]
+    frame = demo.evaluate("search_documents", rows, approve=True)
+    assert str(frame["limit"].dtype) == "Int64" and frame["limit"].fillna(-1).tolist() == [2, -1, 100]
+    assert str(frame["error_code"].dtype) == "string"
+    assert frame["error_code"].fillna("<NA>").tolist() == ["<NA>", "mcp_invalid_arguments", "mcp_invalid_arguments"]
+    assert isinstance(frame["text"][0], str) and "\t" in frame["text"][0] and "\n" in frame["text"][0]
+    assert str(frame["elapsed_ms"].dtype) == "Float64" and frame["elapsed_ms"][0] > 0
+    assert frame["elapsed_ms"][1] is NA and frame["elapsed_ms"][2] is NA
+    shown = frame.drop(columns="structured").to_string()
+    assert "<NA>" in shown and "None" not in shown and "[" not in shown
+
+
 def test_ok_rows_and_error_rows_come_back_as_one_table(demo: pj.McpSession, capsys: pytest.CaptureFixture[str]) -> None:
     rows = pd.DataFrame(
         {"query": ["PurrA envelope", "Jupyter kernel", "too many", None], "limit": [2, 1, 100, 3]},
@@ -45,12 +61,14 @@ def test_ok_rows_and_error_rows_come_back_as_one_table(demo: pj.McpSession, caps
     assert list(frame.columns) == ["query", "limit", *RESULT_COLUMNS]
     assert list(frame.index) == ["a", "b", "c", "d"]
     assert frame["ok"].tolist() == [True, True, False, False]
-    assert frame["error_code"].tolist() == [None, None, "mcp_invalid_arguments", "mcp_invalid_arguments"]
+    assert frame["error_code"].tolist() == [NA, NA, "mcp_invalid_arguments", "mcp_invalid_arguments"]
     assert "$.limit" in frame.loc["c", "message"] and "nothing was sent" in frame.loc["c", "message"]
     assert "$.query" in frame.loc["d", "message"]  # a missing cell is left out, so 'query' is missing
     assert len(frame.loc["a", "structured"]["hits"]) == 2 and frame.loc["a", "text"]
-    assert frame.loc["a", "elapsed_ms"] > 0 and frame.loc["c", "elapsed_ms"] == 0
+    assert frame.loc["a", "elapsed_ms"] > 0 and frame.loc["c", "elapsed_ms"] is NA  # never sent: no time
     assert server_counts(demo)["counts"] == {"search_documents": 2}  # the refused rows were never sent
+    assert frame.loc["a", "elapsed_ms"] == round(frame.loc["a", "elapsed_ms"], 1)
+    assert str(frame["limit"].dtype) == "int64"  # the caller's own dtypes are kept
     # Outside a notebook the progress bar is text on stderr, ending with the outcomes.
     assert "search_documents: 100%" in capsys.readouterr().err.replace("\r", "\n")
 
@@ -89,7 +107,7 @@ def test_a_check_marks_each_row_passed_or_failed_with_its_message(demo: pj.McpSe
         "check returned False",
         "mcp_host_error: the check raised ValueError: no structured content",
     ]
-    assert frame["error_code"].tolist() == [None, None, None, "mcp_invalid_arguments"]
+    assert frame["error_code"].tolist() == [NA, NA, NA, "mcp_invalid_arguments"]
     summary = frame.attrs["summary"]
     assert (summary.passed, summary.failed) == (1, 3)
     assert "1 passed, 3 failed" in summary._repr_mimebundle_()["text/html"]
@@ -149,7 +167,7 @@ def test_an_interrupt_stops_the_batch_and_keeps_the_finished_rows(demo: pj.McpSe
         returned_at = time.monotonic()
 
     assert returned_at - sent_at[0] < 10  # the interrupt ended the wait, not the 30 s row
-    assert frame["error_code"].tolist() == [None, None, "mcp_interrupted", "mcp_interrupted", "mcp_interrupted"]
+    assert frame["error_code"].tolist() == [NA, NA, "mcp_interrupted", "mcp_interrupted", "mcp_interrupted"]
     assert [s["slept"] for s in frame["structured"][:2]] == [0, 0]
     assert "discarded" in frame["message"][2] and "not sent" in frame["message"][3]
     assert frame.attrs["summary"].counts == {"ok": 2, "mcp_interrupted": 3}
@@ -177,8 +195,8 @@ def test_one_approval_widget_covers_the_batch(demo: pj.McpSession) -> None:
     frame = pending.result
     assert isinstance(frame, pd.DataFrame)
     assert list(frame.columns) == ["arg:text", *RESULT_COLUMNS]  # the input 'text' column does not hide the result's
-    assert frame["text"][0] == ["row 0"] and frame["arg:text"][0] == "row 0"
-    assert frame["error_code"].tolist() == [None] * 7 + ["mcp_invalid_arguments"]
+    assert frame["text"][0] == "row 0" and frame["arg:text"][0] == "row 0"
+    assert frame["error_code"].tolist() == [NA] * 7 + ["mcp_invalid_arguments"]
     assert server_counts(demo)["counts"] == {"echo": 7}
     assert pending.widget.approve_button.disabled and pending.widget.deny_button.disabled
     record = pending._repr_mimebundle_()  # the cell's output once settled: decision, summary, then the table
@@ -222,7 +240,7 @@ def test_rows_after_a_list_changed_in_the_batch_are_not_sent() -> None:
 
 def test_deny_policy_timeouts_empty_batches_and_the_raw_path(demo: pj.McpSession) -> None:
     timed = demo.evaluate("sleep", [{"seconds": 5}, {"seconds": 0}], approve=True, timeout=0.5)
-    assert timed["error_code"].tolist() == ["mcp_timeout", None]
+    assert timed["error_code"].tolist() == ["mcp_timeout", NA]
     assert 400 < timed["elapsed_ms"][0] < 1500
 
     empty = demo.evaluate("echo", [], approve=True)
@@ -232,7 +250,7 @@ def test_deny_policy_timeouts_empty_batches_and_the_raw_path(demo: pj.McpSession
     # Raw path: a tool outside the profile; a missing cell (NaN) is left out, so the server's default applies.
     rows = pd.DataFrame({"name": ["Ada", "Grace"], "punctuation": ["?", math.nan]})
     raw = demo.evaluate("greet", rows, approve=True, raw=True, check=lambda result: isinstance(result, RawResult))
-    assert raw["text"].tolist() == [["Hello, Ada?"], ["Hello, Grace!"]]
+    assert raw["text"].tolist() == ["Hello, Ada?", "Hello, Grace!"]
     assert raw["passed"].all() and raw["structured"].isna().all()
 
     with pj.connect(demo_config("denied"), approval="deny") as denied:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,6 +50,11 @@ def test_connect_catalog_bind_call_log_disconnect(ip: InteractiveShell, demo: pj
     assert ip.run_line_magic("mcp_catalog", "demo") is demo.catalog
     entry = ip.run_line_magic("mcp_bind", 'demo add --as plus --title "Add numbers"')
     assert entry["localName"] == "plus" and entry["policy"]["title"] == "Add numbers"
+    shown = entry._repr_mimebundle_()  # a small table, not a dict with enum reprs
+    assert repr(entry) == shown["text/plain"] == (
+        "BindingEntry tool: add, local name: plus, title: Add numbers, mode: read, risk: read, concurrency safe: no"
+    )
+    assert "<td style='text-align:left;padding:2px 8px'>Add numbers</td>" in shown["text/html"]
     envelope = ip.run_line_magic("mcp_call", 'demo plus --yes {"a": 1, "b": 2}')
     assert isinstance(envelope, Envelope) and envelope.structured == {"sum": 3}
     pending = ip.run_line_magic("mcp_call", 'demo echo {"text": "hi"}')
@@ -58,7 +64,9 @@ def test_connect_catalog_bind_call_log_disconnect(ip: InteractiveShell, demo: pj
     assert isinstance(raw, RawResult) and raw.content[0]["text"] == "Hello, Ada!"
     assert isinstance(ip.run_line_magic("mcp_call", "demo search_documents --form"), SchemaForm)
     log = ip.run_line_magic("mcp_log", "demo")
-    assert {"connect", "list", "bind", "approval", "call"} <= set(log["event"])
+    assert {"connect", "list", "bind", "approval", "call"} <= {row.event for row in log}
+    assert re.match(r"\d\d:\d\d:\d\d\.\d{3}  connect ", repr(log))  # local time, to the millisecond
+    assert "white-space:pre-wrap" in log._repr_mimebundle_()["text/html"]  # each detail whole, wrapped
     ip.run_line_magic("mcp_disconnect", "demo")
     assert demo.state == "closed" and pj.sessions() == []
 
