@@ -11,7 +11,6 @@ import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -20,6 +19,7 @@ from traitlets import HasTraits, Int
 from .catalog import Catalog, build_catalog, default_local_name
 from .connection import Connection, Deadline
 from .errors import HostCodeError, McpSessionError
+from .markup import key_value_table
 from .wire import BINDING_INVALID, BINDING_MISSING, CATALOG_STALE, EVENT_BIND, STALE
 
 if TYPE_CHECKING:
@@ -47,9 +47,7 @@ class BindingEntry(dict):
         return "BindingEntry " + ", ".join(f"{key}: {value}" for key, value in self._rows())
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        cell = "style='text-align:left;padding:2px 8px'"
-        rows = "".join(f"<tr><th {cell}>{escape(k)}</th><td {cell}>{escape(v)}</td></tr>" for k, v in self._rows())
-        return {"text/plain": repr(self), "text/html": f"<table class='purra-binding'>{rows}</table>"}
+        return {"text/plain": repr(self), "text/html": key_value_table(self._rows(), "purra-binding")}
 
 
 @dataclass(frozen=True)

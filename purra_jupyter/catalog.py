@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from . import purra_adapter
 from .connection import Connection
 from .errors import McpSessionError
+from .markup import CELL, WRAPPED_CELL
 from .purra_adapter import canonical_json
 from .wire import BINDING_INVALID, CATALOG_MIME, CATALOG_STALE, DIGEST_MISMATCH, EVENT_LIST, EVENT_LIST_CHANGED
 
@@ -221,14 +222,15 @@ class Catalog:
             badge = _badge("callable", "#1a7f37") if tool.callable else _badge("not callable", "#cf222e")
             reasons = "".join(f"<li>{escape(reason)}</li>" for reason in tool.reasons)
             rows.append(
-                f"<tr><td><code>{escape(tool.name)}</code></td><td>{escape(tool.title or '')}</td>"
-                f"<td>{escape(_shorten(tool.description))}</td>"
-                f"<td>{badge}</td><td>{escape(tool.input_verdict)}</td><td>{escape(tool.output_verdict)}</td>"
-                f"<td>{escape(tool.bound_as or '')}</td><td><ul>{reasons}</ul></td></tr>"
+                f"<tr><td {CELL}><code>{escape(tool.name)}</code></td><td {CELL}>{escape(tool.title or '')}</td>"
+                f"<td {WRAPPED_CELL}>{escape(_shorten(tool.description))}</td>"
+                f"<td {CELL}>{badge}</td><td {CELL}>{escape(tool.input_verdict)}</td>"
+                f"<td {CELL}>{escape(tool.output_verdict)}</td>"
+                f"<td {CELL}>{escape(tool.bound_as or '')}</td><td {WRAPPED_CELL}><ul>{reasons}</ul></td></tr>"
             )
         note = f"<p>{escape(self.note)}</p>" if self.note else ""
         dropped = f"<p>Dropped bindings: {escape(', '.join(self.dropped))}</p>" if self.dropped else ""
-        head = "".join(f"<th>{name}</th>" for name in _HTML_COLUMNS)
+        head = "".join(f"<th {CELL}>{name}</th>" for name in _HTML_COLUMNS)
         return (
             f"<div class='purra-catalog'><p><b>{escape(self._summary())}</b></p>{note}{dropped}"
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"

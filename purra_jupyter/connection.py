@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -33,6 +33,7 @@ from traitlets import Enum, HasTraits
 from . import runner
 from .config import Scrubber, ServerConfig
 from .errors import SHOWN_CHARS, McpSessionError, server_words, shown, without_groups
+from .markup import CELL, WRAPPED_CELL
 from .wire import (
     CLOSED,
     CONNECT_FAILED,
@@ -91,8 +92,10 @@ class SessionLog:
     """The last ``LOG_ROWS`` events of a session, each detail scrubbed of secrets; appended from any thread.
     Times are the machine's local time; shown as ``HH:MM:SS.mmm`` with each detail whole."""
 
-    def __init__(self, scrub: Callable[[str], str] = str, maxlen: int = LOG_ROWS) -> None:
-        self._rows: deque[LogEntry] = deque(maxlen=maxlen)
+    def __init__(
+        self, scrub: Callable[[str], str] = str, maxlen: int = LOG_ROWS, rows: Iterable[LogEntry] = ()
+    ) -> None:
+        self._rows: deque[LogEntry] = deque(rows, maxlen=maxlen)
         self._scrub = scrub
 
     def add(self, event: str, detail: str = "") -> None:
@@ -112,9 +115,7 @@ class SessionLog:
 
     def last(self, count: int) -> SessionLog:
         """A copy holding the last ``count`` rows (what ``%mcp_log`` shows)."""
-        copy = SessionLog(maxlen=max(count, 1))
-        copy._rows.extend(tuple(self._rows)[-count:] if count > 0 else ())
-        return copy
+        return SessionLog(maxlen=max(count, 1), rows=tuple(self._rows)[-count:] if count > 0 else ())
 
     def to_frame(self) -> Any:
         import pandas as pd
@@ -125,16 +126,12 @@ class SessionLog:
         return "\n".join(f"{_clock(row.time)}  {row.event:<12} {row.detail}" for row in self) or "(no events)"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        cell = "style='text-align:left;vertical-align:top;padding:2px 8px'"
-        detail = (
-            "style='text-align:left;vertical-align:top;padding:2px 8px;white-space:pre-wrap;overflow-wrap:anywhere'"
-        )
         rows = "".join(
-            f"<tr><td {cell}><code>{_clock(row.time)}</code></td><td {cell}>{escape(row.event)}</td>"
-            f"<td {detail}>{escape(row.detail)}</td></tr>"
+            f"<tr><td {CELL}><code>{_clock(row.time)}</code></td><td {CELL}>{escape(row.event)}</td>"
+            f"<td {WRAPPED_CELL}>{escape(row.detail)}</td></tr>"
             for row in self
         )
-        head = "".join(f"<th {cell}>{name}</th>" for name in ("time", "event", "detail"))
+        head = "".join(f"<th {CELL}>{name}</th>" for name in ("time", "event", "detail"))
         html = f"<table class='purra-log'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         return {"text/plain": repr(self), "text/html": html}
 

@@ -14,6 +14,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from .errors import McpSessionError
+from .markup import CELL, WRAPPED_CELL, pre
 from .wire import ENVELOPE_MIME, NOT_TABULAR, RAW_RESULT_MIME
 
 if TYPE_CHECKING:
@@ -49,19 +50,15 @@ def _header_html(kind: str, server: str, tool: str, error_code: str | None, elap
     )
 
 
-def _pre(text: str) -> str:
-    return f"<pre style='white-space:pre-wrap'>{escape(text)}</pre>"
-
-
 def _json_text(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 def _table_html(records: list[dict[str, Any]]) -> str:
     columns = list(dict.fromkeys(key for record in records for key in record))
-    head = "".join(f"<th>{escape(str(column))}</th>" for column in columns)
+    head = "".join(f"<th {CELL}>{escape(str(column))}</th>" for column in columns)
     body = "".join(
-        "<tr>" + "".join(f"<td>{escape(_cell(record.get(column)))}</td>" for column in columns) + "</tr>"
+        "<tr>" + "".join(f"<td {WRAPPED_CELL}>{escape(_cell(record.get(column)))}</td>" for column in columns) + "</tr>"
         for record in records[:_PREVIEW_ROWS]
     )
     more = f"<p>… {len(records) - _PREVIEW_ROWS} more rows</p>" if len(records) > _PREVIEW_ROWS else ""
@@ -129,12 +126,12 @@ class Envelope:
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        body = [_pre(block) for block in self.text]
+        body = [pre(block) for block in self.text]
         records = records_in(self.structured)
         if records is not None:
             body.append(_table_html(records))
         if self.structured is not None:
-            body.append(_pre(_json_text(self.structured)))
+            body.append(pre(_json_text(self.structured)))
         return _bundle(self, ENVELOPE_MIME, "PurrA envelope", "purra-envelope", body, {"envelope": self.to_dict()})
 
 
@@ -179,7 +176,7 @@ class RawResult:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         body = [_block_html(block) for block in self.content]
         if self.structured_content is not None:
-            body.append(_pre(_json_text(self.structured_content)))
+            body.append(pre(_json_text(self.structured_content)))
         return _bundle(self, RAW_RESULT_MIME, RAW_LABEL, "purra-raw-result", body, {"result": self.to_dict()})
 
 
@@ -198,7 +195,7 @@ def _bundle(
     if result.message:
         parts.append(f"<p>{escape(result.message)}</p>")
     if result.server_text:
-        parts.append(f"<div><small>{escape(SERVER_WORDS)}</small>{_pre(result.server_text)}</div>")
+        parts.append(f"<div><small>{escape(SERVER_WORDS)}</small>{pre(result.server_text)}</div>")
     data = {
         "server": result.server,
         "tool": result.tool,
@@ -245,4 +242,4 @@ def _block_html(block: dict[str, Any]) -> str:
         if uri is not None:
             return f"<img alt='image from the server' src=\"{escape(uri, quote=True)}\">"
     label = escape(str(block.get("type")))
-    return f"<div><small>{label}</small>{_pre(_block_text(block))}</div>"
+    return f"<div><small>{label}</small>{pre(_block_text(block))}</div>"

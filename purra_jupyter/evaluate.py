@@ -29,6 +29,7 @@ from .calls import CallPlan, Result
 from .connection import CancelToken, Connection
 from .envelope import RawResult
 from .errors import McpSessionError
+from .markup import key_value_table
 from .wire import CATALOG_STALE, CONFIG_INVALID, EVENT_APPROVAL, HOST_ERROR, INTERRUPTED, NOT_CONCURRENCY_SAFE, STALE
 
 if TYPE_CHECKING:
@@ -79,14 +80,10 @@ class EvaluationSummary:
         return f"<EvaluationSummary {self.server}/{self.tool}: {body}>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        rows = "".join(
-            f"<tr><th style='text-align:left'>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in self._lines()
-        )
         title = f"evaluation of {self.tool} on {self.server}"
-        return {
-            "text/plain": repr(self),
-            "text/html": f"<div class='purra-evaluation'><b>{escape(title)}</b><table>{rows}</table></div>",
-        }
+        table = key_value_table(self._lines(), "purra-evaluation-summary")
+        html = f"<div class='purra-evaluation' style='text-align:left'><b>{escape(title)}</b>{table}</div>"
+        return {"text/plain": repr(self), "text/html": html}
 
 
 class Batch(HasTraits):

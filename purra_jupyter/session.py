@@ -13,7 +13,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 from traitlets import Enum, HasTraits, Int, dlink
@@ -26,6 +25,7 @@ from .config import ServerConfig
 from .connection import Connection, Deadline, SessionLog
 from .errors import McpSessionError
 from .evaluate import prepare
+from .markup import key_value_table
 from .wire import (
     APPROVAL_POLICIES,
     CLOSED,
@@ -254,8 +254,7 @@ class McpSession(HasTraits):
             ("protocol", self.protocol_version or ""),
             ("server", self.connection.server_label),
         ]
-        body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
-        return {"text/plain": repr(self), "text/html": f"<table class='purra-session'>{body}</table>"}
+        return {"text/plain": repr(self), "text/html": key_value_table(rows, "purra-session")}
 
 
 CLOSED_KEPT = 64  # closed sessions whose name still says "closed" (not "unknown") until reused

@@ -8,9 +8,13 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 
-def main(source: str, target: str) -> int:
+def main(source: str, target: str, *flags: str) -> int:
     notebook = nbformat.read(source, as_version=4)
-    client = NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": "notebooks"}})
+    # No widget state in the file unless asked (--widget-state, as JupyterLab's "save widget state"): a widget
+    # left in it would need a kernel (or a CDN) to be drawn, while each of our outputs also carries a static view
+    # that every reader (nbconvert, nbviewer, GitHub) can show.
+    client = NotebookClient(notebook, timeout=300, kernel_name="python3", store_widget_state="--widget-state" in flags,
+                            resources={"metadata": {"path": "notebooks"}})  # fmt: skip
     try:
         client.execute()
     except CellExecutionError as error:
@@ -23,4 +27,4 @@ def main(source: str, target: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:3]))
+    sys.exit(main(*sys.argv[1:]))

@@ -525,3 +525,41 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
                 browser.screenshot("quickstart-failure")
             print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
             raise
+
+
+# --- the HTML export (nbviewer, GitHub, nbconvert) -----------------------------------------------------------
+
+# What an export must never show: constructor reprs of our objects, enum reprs, a widget that needs a kernel.
+EXPORT_LEAKS = ("PendingCall(", "<PendingCall", "SchemaForm(", "SessionStatus(", "<ToolExecutionMode",
+                "Error displaying widget", "ApprovalWidget(")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["quickstart", "evaluate"])
+def test_the_html_export_of_an_executed_notebook_reads_without_a_kernel(
+    name: str, tmp_path: Path, browser: Browser
+) -> None:
+    executed = tmp_path / f"{name}.ipynb"
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "execute_notebook.py"), str(ROOT / "notebooks" / f"{name}.ipynb"),
+         str(executed)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    for theme in ("light", "dark"):
+        target = tmp_path / f"{name}-{theme}.html"
+        export = subprocess.run(
+            [str(JUPYTER), "nbconvert", "--to", "html", f"--HTMLExporter.theme={theme}", str(executed),
+             "--output", target.name, "--output-dir", str(tmp_path)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert export.returncode == 0, export.stderr
+        browser.page.goto(target.as_uri())
+        shown = browser.page.locator("body").inner_text()
+        for leak in EXPORT_LEAKS:
+            assert leak not in shown, (theme, leak)
+        if name == "quickstart":
+            # the approvals nobody clicked say so, in the words of their static view
+            assert shown.count("pending: decide in a running kernel") == 3, theme
+            assert "argument form for search_documents: a PurrA read call; it needs a running kernel" in shown
+            assert "ready · session: demo" in shown  # the status line's last state
+        print(f"export screenshot: {browser.screenshot(f'export-{name}-{theme}')}")

@@ -51,10 +51,14 @@ def test_connect_catalog_bind_call_log_disconnect(ip: InteractiveShell, demo: pj
     entry = ip.run_line_magic("mcp_bind", 'demo add --as plus --title "Add numbers"')
     assert entry["localName"] == "plus" and entry["policy"]["title"] == "Add numbers"
     shown = entry._repr_mimebundle_()  # a small table, not a dict with enum reprs
-    assert repr(entry) == shown["text/plain"] == (
-        "BindingEntry tool: add, local name: plus, title: Add numbers, mode: read, risk: read, concurrency safe: no"
+    assert (
+        repr(entry)
+        == shown["text/plain"]
+        == (
+            "BindingEntry tool: add, local name: plus, title: Add numbers, mode: read, risk: read, concurrency safe: no"
+        )
     )
-    assert "<td style='text-align:left;padding:2px 8px'>Add numbers</td>" in shown["text/html"]
+    assert "'>Add numbers</td>" in shown["text/html"] and "text-align:left" in shown["text/html"]
     envelope = ip.run_line_magic("mcp_call", 'demo plus --yes {"a": 1, "b": 2}')
     assert isinstance(envelope, Envelope) and envelope.structured == {"sum": 3}
     pending = ip.run_line_magic("mcp_call", 'demo echo {"text": "hi"}')

@@ -217,7 +217,7 @@ def test_an_executed_notebook_keeps_no_secret(demo_http_server: DemoHttpServer, 
     assert not [secret for secret in SECRETS if secret in source.read_text()]
     env = {**os.environ, "PJ_TEST_SECRET_ENV": SECRET_ENV, "PJ_TEST_SECRET_HEADER": SECRET_HEADER}
     run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "execute_notebook.py"), str(source), str(target)],
+        [sys.executable, str(ROOT / "scripts" / "execute_notebook.py"), str(source), str(target), "--widget-state"],
         capture_output=True, text=True, cwd=ROOT, timeout=180, env=env,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr

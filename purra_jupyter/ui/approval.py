@@ -17,7 +17,8 @@ import ipywidgets as widgets
 from traitlets import dlink
 
 from ..calls import Call
-from .records import SETTLED, TEXT_HTML, TEXT_PLAIN, LiveOutput, pre, record_bundle, state_word
+from ..markup import key_value_table, pre
+from .records import SETTLED, TEXT_HTML, TEXT_PLAIN, LiveOutput, record_bundle, state_word
 
 HINTS_LABEL = "server hints — grant no authority"
 
@@ -112,9 +113,9 @@ def _details_html(call: Call) -> str:
         rows.append(("declares", job.declaration))
     rows.append((HINTS_LABEL, json.dumps(hints, ensure_ascii=False) if hints else "none"))
     rows.append(("arguments digest", call.arguments_digest))
-    body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
     label, shown = job.shown_arguments
-    arguments = escape(json.dumps(shown, indent=2, ensure_ascii=False))
+    arguments = pre(json.dumps(shown, indent=2, ensure_ascii=False))
+    table = key_value_table(rows, "purra-approval-details")
     return (
-        f"<div><b>{escape(job.question)}</b></div><table>{body}</table><div>{escape(label)}</div><pre>{arguments}</pre>"
+        f"<div style='text-align:left'><b>{escape(job.question)}</b></div>{table}<div>{escape(label)}</div>{arguments}"
     )

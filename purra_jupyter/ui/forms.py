@@ -19,8 +19,9 @@ from IPython.display import display
 
 from ..calls import argument_checker
 from ..catalog import ToolVerdict
+from ..markup import pre
 from .approval import PendingCall
-from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput, bundle_of, pre
+from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput, bundle_of
 
 UNSET_LABEL = "(not set)"
 _UNSET: Any = object()  # an optional field with no value: left out of the arguments

@@ -18,6 +18,7 @@ from IPython import get_ipython
 from IPython.display import display, update_display
 
 from ..envelope import Envelope, RawResult
+from ..markup import pre
 from ..wire import DENIED, DONE, ENVELOPE_MIME, PENDING, RAW_RESULT_MIME, RUNNING, VOID
 
 if TYPE_CHECKING:
@@ -72,10 +73,6 @@ def combined(bundles: list[dict[str, Any]]) -> dict[str, Any]:
     out[TEXT_HTML] = "".join(b.get(TEXT_HTML) or pre(b.get(TEXT_PLAIN, "")) for b in bundles)
     out[TEXT_PLAIN] = "\n".join(b[TEXT_PLAIN] for b in bundles if b.get(TEXT_PLAIN))
     return out
-
-
-def pre(text: str) -> str:
-    return f"<pre style='white-space:pre-wrap;text-align:left'>{escape(text)}</pre>"
 
 
 def state_word(call: Call) -> str:

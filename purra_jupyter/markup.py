@@ -1,0 +1,21 @@
+"""The HTML the kit's fallbacks are made of: escaped, left-aligned, styled inline so that it reads on light and
+dark pages alike (nbviewer, GitHub, VS Code, nbconvert), where none of our CSS is loaded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from html import escape
+
+CELL = "style='text-align:left;vertical-align:top;padding:2px 8px'"
+WRAPPED_CELL = "style='text-align:left;vertical-align:top;padding:2px 8px;white-space:pre-wrap;overflow-wrap:anywhere'"
+
+
+def pre(text: str) -> str:
+    """A monospace block of text, wrapped, never interpreted."""
+    return f"<pre style='white-space:pre-wrap;text-align:left'>{escape(text)}</pre>"
+
+
+def key_value_table(rows: Iterable[tuple[str, str]], css_class: str) -> str:
+    """A two-column table (label, value), both escaped."""
+    body = "".join(f"<tr><th {CELL}>{escape(k)}</th><td {WRAPPED_CELL}>{escape(v)}</td></tr>" for k, v in rows)
+    return f"<table class='{css_class}'>{body}</table>"
