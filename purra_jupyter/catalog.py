@@ -199,12 +199,14 @@ class Catalog:
             "tools": [{**tool.row(), "reasons": list(tool.reasons)} for tool in self.tools],
         }
 
-    def _summary(self) -> str:
+    @property
+    def summary(self) -> str:
+        """One line: the server, its tool counts and the digest's first digits."""
         usable = sum(tool.callable for tool in self.tools)
         return f"{self.server}: {len(self.tools)} tools, {usable} callable under PurrA, digest {self.digest[:12]}"
 
     def __repr__(self) -> str:
-        lines = [f"Catalog {self._summary()}"]
+        lines = [f"Catalog {self.summary}"]
         if self.note:
             lines.append(f"  note: {self.note}")
         if self.dropped:
@@ -232,7 +234,7 @@ class Catalog:
         dropped = f"<p>Dropped bindings: {escape(', '.join(self.dropped))}</p>" if self.dropped else ""
         head = "".join(f"<th {CELL}>{name}</th>" for name in _HTML_COLUMNS)
         return (
-            f"<div class='purra-catalog'><p><b>{escape(self._summary())}</b></p>{note}{dropped}"
+            f"<div class='purra-catalog'><p><b>{escape(self.summary)}</b></p>{note}{dropped}"
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         )
 

@@ -68,6 +68,8 @@ STDERR_LINES = 200
 LOG_ROWS = 10_000
 _MAX_LINE_BYTES = 8_192
 _DETAIL_CHARS = 500
+STDERR_NOTE = "The server's last stderr lines are kept apart from this message (error.server_text)."
+STDERR_LINES = 20  # the stderr lines a failure carries
 # While connecting, a failure that names nothing more specific (timeout, credentials, protocol version ...)
 # is a failed connect.
 _NOT_CONNECTED = (CONNECTION_CLOSED, TRANSPORT_ERROR, PROTOCOL_ERROR)
@@ -396,8 +398,8 @@ class Connection(HasTraits):
                 result = self._host.open(deadline)
             except McpSessionError as exc:
                 if exc.code in _NOT_CONNECTED:
-                    raise McpSessionError(CONNECT_FAILED, exc.message) from None
-                raise
+                    exc = McpSessionError(CONNECT_FAILED, exc.message, server_text=exc.server_text)
+                raise self._with_stderr(exc) from None
             except Exception as exc:
                 raise self.error(exc, connecting=True, deadline=deadline) from without_groups(exc)
         except BaseException as exc:
@@ -601,7 +603,8 @@ class Connection(HasTraits):
                 return await func(self._client)
         except Exception as exc:
             if request.ended is None:
-                raise self.error(exc, connecting=self.protocol_version is None) from without_groups(exc)
+                error = self.error(exc, connecting=self.protocol_version is None)
+                raise self._with_stderr(error) from without_groups(exc)
         finally:
             timer.cancel()
             _request_var.reset(request_token)
@@ -612,7 +615,7 @@ class Connection(HasTraits):
             if request.ended is None:  # ended without its answer (the SDK gave up on it): the same rule
                 self._forget(request, "the client stopped waiting for it")
         code, message = request.ended or (CONNECTION_CLOSED, f"Session '{self.name}' lost its connection.")
-        raise McpSessionError(code, message)
+        raise self._with_stderr(McpSessionError(code, message))
 
     def _seconds(self, timeout: float | Deadline | None) -> float:
         if isinstance(timeout, Deadline):
@@ -714,8 +717,16 @@ class Connection(HasTraits):
         return f"Server '{self.name}' {what}.{self.stderr_hint()}"
 
     def stderr_hint(self) -> str:
-        last = self.stderr.strip().splitlines()[-3:]
-        return (" Its stderr ended with: " + " | ".join(last)) if last else ""
+        """What a failure's message says of the server's stderr: where its last lines are (never the lines
+        themselves: a message is shown where URLs become links)."""
+        return f" {STDERR_NOTE}" if self.stderr.strip() else ""
+
+    def _with_stderr(self, error: McpSessionError) -> McpSessionError:
+        """``error`` carrying the server's last stderr lines, when its message points to them."""
+        if error.server_text or STDERR_NOTE not in error.message:
+            return error
+        tail = "\n".join(self.stderr.strip().splitlines()[-STDERR_LINES:])
+        return McpSessionError(error.code, error.message, server_text=server_words(tail))
 
     # --- errors ------------------------------------------------------------------------------
 

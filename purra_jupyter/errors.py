@@ -33,11 +33,12 @@ def server_words(text: str) -> str:
 class McpSessionError(Exception):
     """Raised when a session cannot be configured, opened, used or closed as asked; ``.code`` is stable."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, server_text: str = "") -> None:
         message = " ".join(message.split())  # one line, whatever a server's text held
         super().__init__(code, message)
         self.code = code
         self.message = message
+        self.server_text = server_text  # the server's own words (its last stderr lines), kept out of the message
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"

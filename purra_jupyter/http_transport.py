@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -453,7 +455,7 @@ class HttpTransport:
             return None
         if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):
             return self._failure(TRANSPORT_ERROR, f"could not be reached at {redact_url(self._url)}: "
-                                 f"{error.__class__.__name__}: {shown(str(error)) or 'no detail'}")  # fmt: skip
+                                 f"{unreachable_reason(error)} ({shown(str(error)) or 'no detail'})")  # fmt: skip
         detail = f"{error.__class__.__name__}: {shown(str(error)) or 'no detail'}"
         return self._failure(TRANSPORT_ERROR, f"broke off the exchange of {method} before the answer ({detail})",
                              answered=False)  # fmt: skip
@@ -508,6 +510,28 @@ async def open_http(
                 await transport.close()
             await incoming_writer.aclose()
             await outgoing.aclose()
+
+
+def unreachable_reason(error: BaseException) -> str:
+    """Why a server could not be reached, in words: refused, DNS, TLS or timeout (httpx keeps the OS's
+    error in the chain of causes)."""
+    reasons = (
+        (ConnectionRefusedError, "the connection was refused (is the server running, on that port?)"),
+        (socket.gaierror, "its host name could not be resolved (DNS)"),
+        (ssl.SSLCertVerificationError, "its TLS certificate could not be verified"),
+        (ssl.SSLError, "the TLS handshake failed (is it https?)"),
+        (httpx.ConnectTimeout, "it did not accept the connection in time"),
+        (TimeoutError, "it did not accept the connection in time"),
+    )
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and len(seen) < 16:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    for kind, reason in reasons:
+        if any(isinstance(link, kind) for link in seen):
+            return reason
+    return f"the connection failed ({error.__class__.__name__})"
 
 
 @asynccontextmanager

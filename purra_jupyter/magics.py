@@ -4,7 +4,9 @@
     %mcp_connect docs -- python -m purra_jupyter.demo
     %mcp_call docs search_documents {"query": "PurrA", "limit": 3}
 
-User errors show as one line with their code (an IPython ``UsageError``), never a traceback.
+Errors show as one line with their code, never a traceback: a mistake in the magic's line (options, JSON,
+configuration) as an IPython ``UsageError``, a failure at run time (connect, timeout, closed session ...)
+as ``McpSessionError``; either one speaks of magics, not of the Python API.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
+from html import escape
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -25,21 +28,48 @@ from traitlets.config import Configurable
 
 from .config import ServerConfig, load_servers
 from .errors import McpSessionError
+from .markup import pre
 from .session import McpSession, connect, registry
 from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS
+
+# The codes of mistakes in what the user wrote; every other code is a failure at run time.
+USAGE_CODES = (CONFIG_INVALID, INVALID_ARGUMENTS)
+# What the API's messages advise, said the way a magic user does it.
+_MAGIC_WORDS = (
+    ("%mcp_connect or pj.connect()", "%mcp_connect"),
+    ("pj.connect()", "%mcp_connect"),
+    ("pj.sessions() lists them", "%mcp_sessions lists them"),
+    ("Call refresh() first", "Run %mcp_catalog NAME --refresh first"),
+    ("Explore it with raw=True", "Explore it with --raw"),
+    ("are kept apart from this message (error.server_text)", "are shown above, as text"),
+)
+SERVER_STDERR_LABEL = "the server's last stderr lines (its own words, shown as text)"
+
+
+def in_magic_words(message: str) -> str:
+    for api, magic in _MAGIC_WORDS:
+        message = message.replace(api, magic)
+    return message
 
 
 @contextmanager
 def _one_line_errors() -> Iterator[None]:
-    """Our errors and purra-mcp's become one-line ``UsageError``s carrying their code."""
+    """Our errors and purra-mcp's become one line carrying their code, in a magic's words: a ``UsageError``
+    for a mistake in the line, an ``McpSessionError`` for a failure at run time."""
     from purra_mcp import McpAdapterError
 
     try:
         yield
     except McpSessionError as error:
-        raise UsageError(str(error)) from None
+        if error.code in USAGE_CODES:
+            raise UsageError(in_magic_words(str(error))) from None
+        if error.server_text:  # its own block, escaped: no frontend makes a link of it
+            text = f"{SERVER_STDERR_LABEL}:\n{error.server_text}"
+            display({"text/plain": text, "text/html": f"<small>{escape(SERVER_STDERR_LABEL)}</small>"
+                     f"{pre(error.server_text)}"}, raw=True)  # fmt: skip
+        raise McpSessionError(error.code, in_magic_words(error.message), server_text=error.server_text) from None
     except McpAdapterError as error:
-        raise UsageError(f"{error.code}: purra-mcp refused the operation.") from None
+        raise McpSessionError(error.code, "purra-mcp refused the operation.") from None
 
 
 def _pairs(items: list[str] | None, option: str) -> dict[str, str] | None:
@@ -155,7 +185,8 @@ class McpMagics(Magics, Configurable):
                 expect_digest=args.expect_digest,
             )
         display(session.status_widget())
-        display(session.catalog)
+        summary = f"{session.catalog.summary} — %mcp_catalog {session.name} shows the tools"
+        display({"text/plain": summary, "text/html": pre(summary)}, raw=True)
         return session
 
     def _config(self, args: Any, command: list[str]) -> ServerConfig:
@@ -327,13 +358,45 @@ class McpMagics(Magics, Configurable):
             return session.call(args.tool, arguments, approve=True if args.yes else None, raw=args.raw,
                                 timeout=args.timeout)  # fmt: skip
 
-    def _variable(self, name: str) -> dict[str, Any]:
+    def _variable(self, name: str, kind: type | tuple[type, ...] = dict, what: str = "a dict of arguments") -> Any:
         if name not in self.shell.user_ns:
             raise UsageError(f"{INVALID_ARGUMENTS}: no variable named '{name}' in the notebook.")
         value = self.shell.user_ns[name]
-        if not isinstance(value, dict):
-            raise UsageError(f"{INVALID_ARGUMENTS}: '{name}' must hold a dict of arguments.")
+        if not isinstance(value, kind):
+            raise UsageError(f"{INVALID_ARGUMENTS}: '{name}' must hold {what}.")
         return value
+
+    @line_magic
+    @magic_arguments()
+    @argument("name", help="the session")
+    @argument("tool", help="the tool (local or remote name)")
+    @argument("--rows", metavar="VARIABLE", required=True, help="a DataFrame or a list of argument dicts")
+    @argument("--concurrency", type=int, default=1, help="calls in flight at once (needs --concurrency-safe)")
+    @argument("--check", metavar="VARIABLE", help="a function of each result: True, False or a failure message")
+    @argument("--raw", action="store_true", help="raw MCP calls, for tools outside the PurrA profile")
+    @argument("--yes", action="store_true", help="approve the batch in code (logged as such)")
+    @argument("--timeout", type=float, help="seconds for each call (at most 300)")
+    def mcp_evaluate(self, line: str) -> Any:
+        """Call a tool once per row, behind one approval for the batch; returns a DataFrame.
+
+        Usage::
+
+            %mcp_evaluate NAME TOOL --rows VARIABLE [--concurrency N] [--check VARIABLE] [--raw] [--yes]
+        """
+        import pandas as pd
+
+        args = parse(self.mcp_evaluate, line)
+        if isinstance(args, MagicHelp):
+            return args
+        rows = self._variable(args.rows, (pd.DataFrame, list), "a DataFrame or a list of argument dicts")
+        check = self._variable(args.check, object, "a function") if args.check else None
+        if check is not None and not callable(check):
+            raise UsageError(f"{INVALID_ARGUMENTS}: '{args.check}' must hold a function of a result.")
+        with _one_line_errors():
+            return registry.get(args.name).evaluate(
+                args.tool, rows, approve=True if args.yes else None, concurrency=args.concurrency,
+                timeout=args.timeout, check=check, raw=args.raw,
+            )  # fmt: skip
 
     @line_magic
     @magic_arguments()

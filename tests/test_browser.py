@@ -64,6 +64,8 @@ XSS_SCRIPT = "<script>window.__pwned = 1</script>"
 XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 XSS_SVG = '"><svg onload=window.__pwned=1>'
 XSS_URI = "javascript:window.__pwned=1"
+URL = "https://evil.example/phish?token=abc"  # in descriptions, results, errors and stderr: never a link
+URL_ON_STDERR = f"import sys; sys.stderr.write('see {URL} for help\\n'); sys.exit(3)"
 
 # The notebook the browser runs, cell by cell. Every cell but "close" runs first; "close" runs after the click.
 CELLS = {
@@ -82,7 +84,8 @@ CELLS = {
         f'rpc = pj.connect(pj.ServerConfig("rpc", command=sys.executable, args=[{str(RAW_SERVER)!r}, '
         '"--call-result", "rpc-error"]))\nrpc.call("tool_000", {"x": "y"}, raw=True, approve=True)'
     ),
-    "tool_error": f'demo.call("fail", {{"message": "backend exploded {XSS_SCRIPT}"}}, approve=True)',
+    "tool_error": f'demo.call("fail", {{"message": "backend exploded {XSS_SCRIPT} {URL}"}}, approve=True)',
+    "url_stderr": f"%load_ext purra_jupyter\n%mcp_connect urls -- {{sys.executable}} -c {URL_ON_STDERR!r}",
     "close": (
         'for session in pj.sessions():\n    session.close("browser test done")\n'
         "(pending.state, pending.result.error_code, demo.state, xss.state)"
@@ -177,6 +180,7 @@ def write_notebook(path: Path) -> None:
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS.values()]
+    notebook.cells[INDEX["url_stderr"]].metadata["tags"] = ["raises-exception"]  # a failed connect, on purpose
     nbformat.write(notebook, path)
 
 
@@ -285,7 +289,13 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
             '.jp-OutputArea-output:is([data-mime-type="application/vnd.jupyter.error"], '
             '[data-mime-type="application/vnd.jupyter.stderr"])'
         )
-        assert failures.count() == 0, failures.all_inner_texts()
+        errors = [text for text in failures.all_inner_texts() if "McpSessionError: mcp_connect_failed" not in text]
+        assert errors == [], errors
+        expected_error = browser.cell("url_stderr").locator(  # JupyterLab draws an error as stderr text
+            '.jp-OutputArea-output:is([data-mime-type="application/vnd.jupyter.error"], '
+            '[data-mime-type="application/vnd.jupyter.stderr"])'
+        )
+        expect(expected_error).to_contain_text("McpSessionError: mcp_connect_failed", timeout=STEP)
 
         # The catalog, drawn by our renderer (not the text/html fallback).
         catalog = browser.output("catalog", CATALOG)
@@ -354,6 +364,24 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
         expect(tool_error.locator(".jp-PurraRenderer-header")).to_contain_text("mcp_tool_error")
         browser.screenshot(f"{lab.label}-04d-tool-error-server-text", tool_error)
 
+        # URLs from the server (stderr, descriptions, results, errors) are shown, as text: never a link.
+        label = "the server's last stderr lines (its own words, shown as text)"
+        stderr_block = browser.cell("url_stderr").locator(".jp-OutputArea-output", has_text=label)
+        browser.screenshot(f"{lab.label}-04e-url-on-stderr-as-text", browser.cell("url_stderr"))  # scrolls to it
+        expect(stderr_block.locator("small")).to_have_text(label)  # the escaped HTML block, not plain text
+        expect(stderr_block.locator("pre", has_text=f"see {URL} for help")).to_be_visible()
+        assert URL not in expected_error.inner_text()  # the error message itself quotes no server text
+        for name, renderer in (("xss_catalog", CATALOG), ("xss_raw", RAW_RESULT), ("rpc_raw", RAW_RESULT),
+                               ("tool_error", ENVELOPE)):  # fmt: skip
+            expect(browser.output(name, renderer)).to_contain_text(URL)
+        links = page.evaluate(
+            "(url) => [...document.querySelectorAll('.jp-Notebook .jp-OutputArea a')]"
+            ".filter(a => (a.getAttribute('href') || '').includes('evil.example') || a.textContent.includes(url))"
+            ".map(a => a.outerHTML)",
+            URL,
+        )
+        assert links == []
+
         hazards = page.evaluate(
             """() => {
                 const outputs = '.jp-Notebook .jp-OutputArea';
@@ -377,7 +405,9 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
             "scripts": 0,
             "handlers": 0,
             "links": 0,
-            "fallbacks": 0,  # every output with a text/html fallback was drawn by our renderers instead
+            # every output with a text/html fallback was drawn by our renderers instead; the one HTML output is
+            # the failed connect's stderr block (escaped text in a <pre>, where nothing becomes a link)
+            "fallbacks": 1,
             "embedded": 0,
             "images": [],
         }

@@ -121,7 +121,8 @@ def test_a_scope_validator_that_raises_settles_every_path_with_one_code(
         assert demo.state == "ready"
         counts = demo.call("call_counts", approve=True).structured["counts"]
         assert "echo" not in counts  # the validator runs before anything is sent
-        wait_until(lambda: pending.widget.output.outputs, what="the clicked result in the widget")
+        record = pending._repr_mimebundle_()  # what the clicked call's output became
+        assert record["application/vnd.purra.envelope+json"]["errorCode"] == "mcp_host_error"
     assert "exception calling callback" not in caplog.text
     assert "exception calling callback" not in capfd.readouterr().err
 

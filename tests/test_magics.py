@@ -19,7 +19,16 @@ from purra_jupyter.magics import MagicHelp
 from purra_jupyter.ui.approval import PendingCall
 from purra_jupyter.ui.forms import SchemaForm
 
-MAGICS = ["mcp_connect", "mcp_disconnect", "mcp_sessions", "mcp_catalog", "mcp_bind", "mcp_call", "mcp_log"]
+MAGICS = [
+    "mcp_connect",
+    "mcp_disconnect",
+    "mcp_sessions",
+    "mcp_catalog",
+    "mcp_bind",
+    "mcp_call",
+    "mcp_evaluate",
+    "mcp_log",
+]
 DEMO = "demo -- {sys.executable} -m purra_jupyter.demo"
 
 
@@ -32,14 +41,21 @@ def demo(ip: InteractiveShell) -> Iterator[pj.McpSession]:
 
 
 def one_line_error(ip: InteractiveShell, line: str, capsys: pytest.CaptureFixture[str]) -> str:
-    """Run ``line`` as a cell; return the one error line IPython showed (and check it showed no traceback)."""
+    """Run ``line`` as a cell; return the one error line IPython showed (and check it showed no traceback):
+    ``UsageError: <code>: …`` for a mistake in the line, ``McpSessionError: <code>: …`` for a failure at run
+    time; neither names the Python API."""
     capsys.readouterr()
     result = ip.run_cell(line)
     shown = capsys.readouterr()
     text = (shown.out + shown.err).strip()
-    assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
+    error = result.error_in_exec
+    assert isinstance(error, UsageError | pj.McpSessionError), error
     assert "Traceback" not in text and len(text.splitlines()) == 1, text
-    assert text.startswith("UsageError: ")
+    code = str(error).split(":", 1)[0]
+    usage = isinstance(error, UsageError)
+    assert usage == (code in ("mcp_config_invalid", "mcp_invalid_arguments") or not code.startswith("mcp_")), text
+    assert text.startswith("UsageError: " if usage else "McpSessionError: "), text
+    assert "pj." not in text and "refresh()" not in text and "raw=True" not in text, text
     return text
 
 
@@ -197,11 +213,50 @@ def test_a_bad_json_cell_names_line_and_column(ip: InteractiveShell, capsys: pyt
     assert "at line 3, column 1" in text
 
 
-def test_usage_errors_name_a_code_for_a_session_error(ip: InteractiveShell, demo: pj.McpSession) -> None:
-    with pytest.raises(UsageError, match="mcp_binding_missing"):
+def test_connect_shows_the_status_line_and_one_line_about_the_catalog(
+    ip: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    session = ip.run_line_magic("mcp_connect", DEMO)
+    try:
+        shown = capsys.readouterr().out.splitlines()  # a terminal shell prints each display's text/plain
+        assert shown[0].startswith("ready · session: demo · transport: stdio: ")
+        assert (
+            shown[1] == f"demo: 10 tools, 9 callable under PurrA, digest {session.catalog.digest[:12]} — "
+            "%mcp_catalog demo shows the tools"
+        )
+        assert len(shown) == 2  # not the whole catalog
+    finally:
+        session.close()
+
+
+def test_evaluate_runs_a_batch_from_a_variable(
+    ip: InteractiveShell, demo: pj.McpSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ip.user_ns["rows"] = [{"a": 1, "b": 2}, {"a": 5, "b": 6}, {"a": "x", "b": 1}]
+    ip.user_ns["small"] = lambda result: result.structured["sum"] < 10 or "too big"
+    frame = ip.run_line_magic("mcp_evaluate", "demo add --rows rows --check small --yes")
+    assert frame["error_code"].fillna("ok").tolist() == ["ok", "ok", "mcp_invalid_arguments"]
+    assert frame["passed"].tolist() == [True, False, False]
+    pending = ip.run_line_magic("mcp_evaluate", "demo add --rows rows")
+    assert isinstance(pending, PendingCall) and pending.state == "pending"
+    pending.deny()
+    assert "no variable named 'nothing'" in one_line_error(ip, "%mcp_evaluate demo add --rows nothing", capsys)
+    ip.user_ns["text"] = "not rows"
+    assert "must hold a DataFrame or a list" in one_line_error(ip, "%mcp_evaluate demo add --rows text", capsys)
+    text = one_line_error(ip, "%mcp_evaluate demo add --rows rows --concurrency 4 --yes", capsys)
+    assert text.startswith("McpSessionError: "), text
+
+
+def test_runtime_failures_are_session_errors_in_magic_words(
+    ip: InteractiveShell, demo: pj.McpSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(pj.McpSessionError, match="mcp_binding_missing"):
         ip.run_line_magic("mcp_call", "demo no_such_tool --yes {}")
-    with pytest.raises(UsageError, match="mcp_session_exists"):
-        ip.run_line_magic("mcp_connect", DEMO)
+    text = one_line_error(ip, f"%mcp_connect {DEMO}", capsys)
+    assert text.startswith("McpSessionError: mcp_session_exists") and "%mcp_sessions lists them" in text
+    text = one_line_error(ip, '%mcp_call demo greet {"name": "Ada"}', capsys)
+    assert text.startswith("McpSessionError: mcp_schema_unsupported") and "Explore it with --raw" in text
 
 
 def test_disconnect_confirms_and_a_closed_name_says_closed_not_unknown(

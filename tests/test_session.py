@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import psutil
 import pytest
-from conftest import children, demo_config, interrupt_when, raw_config, wait_until
+from conftest import DemoHttpServer, children, demo_config, interrupt_when, raw_config, wait_until
 
 import purra_jupyter as pj
 
@@ -112,10 +114,19 @@ def test_interrupt_while_waiting_gives_mcp_interrupted_and_the_session_stays_usa
     [
         (pj.ServerConfig("missing", command="/nonexistent/mcp-server"), "mcp_connect_failed", "Could not start"),
         (raw_config("nocwd", cwd="/nonexistent/dir"), "mcp_connect_failed", "working directory"),
-        (raw_config("exits", "--fault", "exit-on-initialize"), "mcp_connect_failed", "refusing to initialize"),
+        (raw_config("exits", "--fault", "exit-on-initialize"), "mcp_connect_failed", "(error.server_text)"),
         (raw_config("old", "--protocol", "2024-11-05"), "mcp_protocol_unsupported", "2025-06-18"),
         (raw_config("noise", "--fault", "garbage-at-once"), "mcp_connection_closed", "not valid JSON-RPC"),
-        (pj.ServerConfig("refused", url="http://127.0.0.1:9/mcp"), "mcp_connect_failed", "ConnectError"),
+        (
+            pj.ServerConfig("refused", url="http://127.0.0.1:9/mcp"),
+            "mcp_connect_failed",
+            "could not be reached at http://127.0.0.1:9/mcp: the connection was refused",
+        ),
+        (
+            pj.ServerConfig("dns", url="https://no-such-host.invalid/mcp", timeout=10),
+            "mcp_connect_failed",
+            "its host name could not be resolved (DNS)",
+        ),
     ],
 )
 def test_connect_failures_have_codes_and_leave_nothing_open(config: pj.ServerConfig, code: str, words: str) -> None:
@@ -126,6 +137,32 @@ def test_connect_failures_have_codes_and_leave_nothing_open(config: pj.ServerCon
     assert words in caught.value.message
     assert pj.sessions() == []
     wait_until(lambda: not (children() - before), timeout=10, what="no child process left")
+
+
+def test_a_failed_connect_keeps_the_servers_stderr_apart_from_its_message(
+    ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Server text never enters a message (shown where frontends make links of URLs): the stderr tail travels
+    as ``server_text``, and the magic shows it as its own escaped block above the one-line error."""
+    config = raw_config("exits", "--fault", "exit-on-initialize")
+    with pytest.raises(pj.McpSessionError) as caught:
+        pj.connect(config)
+    assert "refusing to initialize" in caught.value.server_text
+    assert "refusing to initialize" not in caught.value.message
+    command = " ".join(shlex.quote(word) for word in [config.command, *config.args])
+    result = ip.run_cell(f"%mcp_connect exits -- {command}")
+    assert isinstance(result.error_in_exec, pj.McpSessionError)
+    shown = capsys.readouterr().out
+    assert "the server's last stderr lines (its own words, shown as text):" in shown
+    assert "refusing to initialize" in shown and "are shown above, as text" in str(result.error_in_exec)
+
+
+def test_https_to_a_plain_http_server_says_the_tls_handshake_failed(demo_http_server: DemoHttpServer) -> None:
+    url = demo_http_server.url.replace("http://", "https://", 1)
+    with pytest.raises(pj.McpSessionError) as caught:
+        pj.connect(pj.ServerConfig("tls", url=url))
+    assert caught.value.code == "mcp_connect_failed"
+    assert "the TLS handshake failed (is it https?)" in caught.value.message, caught.value.message
 
 
 def test_a_server_that_dies_fails_the_session_by_itself_with_the_cause() -> None:

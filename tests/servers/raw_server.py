@@ -48,6 +48,7 @@ XSS = [
     "<img src=x onerror=window.__pwned=1>",
     '"><svg onload=window.__pwned=1>',
     "javascript:window.__pwned=1",
+    "https://evil.example/phish?token=abc",  # a URL: shown as text, never made a link
 ]
 OUTPUT_SCHEMA = {
     "type": "object",
@@ -119,7 +120,7 @@ def catalog(options: argparse.Namespace, changed: bool) -> list[dict]:
     if options.call_result == "xss":
         for tool in tools:
             tool["outputSchema"] = XSS_OUTPUT_SCHEMA
-        tools.append({"name": XSS[1], "description": XSS[0], "inputSchema": SCHEMA})
+        tools.append({"name": XSS[1], "description": f"{XSS[0]} {XSS[4]}", "inputSchema": SCHEMA})
     return tools
 
 
@@ -160,7 +161,7 @@ def leaked(options: argparse.Namespace) -> str:
 
 
 def rpc_error(options: argparse.Namespace) -> dict:
-    text = f"getaddrinfo ENOTFOUND api.example.invalid (token {leaked(options)}) {XSS[0]} " + "y" * 400
+    text = f"getaddrinfo ENOTFOUND api.example.invalid (token {leaked(options)}) {XSS[0]} {XSS[4]} " + "y" * 400
     return {"code": -32603, "message": text}
 
 
