@@ -344,13 +344,14 @@ class Call(HasTraits):
         if self._decide(how):
             self._settle(DENIED, self.job.refused(how))
 
-    def cancel(self) -> None:
+    def cancel(self, how: str = "cancelled with PendingCall.cancel()") -> None:
         """Stop this call: a pending one is denied; a running one stops waiting (its requests are cancelled on
-        the server) and ends with ``mcp_interrupted``."""
+        the server) and ends with ``mcp_interrupted`` (a batch keeps its finished rows and sends no more)."""
         if self.state == PENDING:
-            self.deny("cancelled before a decision")
+            self.deny(f"{how} before a decision")
         elif self.state == RUNNING:
-            self._cancel.cancel(INTERRUPTED, "the call was cancelled")
+            self.connection.log.add(EVENT_APPROVAL, f"{how}: {self.job.remote}, args {self.arguments_digest[:12]}")
+            self._cancel.cancel(INTERRUPTED, f"the call was {how}")
 
     def wait(self) -> Any:
         """Wait in this thread until an approved call settles, and return its result."""

@@ -92,7 +92,9 @@ class Batch(HasTraits):
     It offers the face of a ``CallPlan`` that ``calls.Call`` decides on, so one decision (and one approval
     widget) covers every row it will send; each row is sent by ``calls.send`` like any other call."""
 
-    finished = Int(0, help="rows settled so far (refused rows count from the start)")
+    sent = Int(0, help="rows of the approved batch sent so far")
+    finished = Int(0, help="rows of the approved batch settled so far (rows refused before approval never count)")
+    failed = Int(0, help="of those, rows that ended with an error code")
     question = "Approve this batch of MCP calls?"
 
     def __init__(
@@ -123,8 +125,7 @@ class Batch(HasTraits):
             _check_concurrency_safe(bindings, self.remote, concurrency)
         self.plans, self.results = _plan_rows(probe, arguments)
         self.to_send = self.waiting  # what an approval covers
-        self.progress_total = len(self.results)
-        self.finished = len(self.results) - len(self.to_send)
+        self.progress_total = len(self.to_send)
         self._ran: set[int] = set()
         self._settled: queue.Queue[int | None] = queue.Queue()
         self._started = time.perf_counter()
@@ -148,11 +149,14 @@ class Batch(HasTraits):
 
     @property
     def detail_rows(self) -> tuple[tuple[str, str], ...]:
-        refused = len(self.results) - len(self.to_send)
+        to_send = set(self.to_send)
+        refused = [(row, result) for row, result in enumerate(self.results) if row not in to_send and result]
         calls_line = f"{len(self.to_send)} calls, at most {self.concurrency} at once"
         if refused:
-            calls_line += f"; {refused} rows refused before approval (see their error_code)"
-        return (("batch", calls_line),)
+            calls_line += f"; {len(refused)} rows refused before approval, never sent:"
+        labels = list(self.frame.index)
+        rows = [(f"refused row {labels[row]}", f"{result.error_code}: {result.message}") for row, result in refused]
+        return (("batch", calls_line), *rows[:PREVIEW_ROWS])
 
     def digest(self) -> str:
         return calls.arguments_digest([self.plans[row].arguments for row in self.to_send])
@@ -200,6 +204,7 @@ class Batch(HasTraits):
                 result = plan.failure(CATALOG_STALE, "the tools changed during the batch; this row was not sent")
             else:
                 self._ran.add(row)
+                self.sent += 1
                 result = await calls.send(plan, cancel)
         self._settle(row, result)
 
@@ -207,6 +212,7 @@ class Batch(HasTraits):
         """The one place a row ends."""
         self.results[row] = result
         self._settled.put(row)
+        self.failed += result.error_code is not None
         self.finished += 1
 
     def wait(self, future: Future[Any], cancel: CancelToken) -> None:
@@ -214,8 +220,7 @@ class Batch(HasTraits):
         their results) and the wait ends once every row has settled."""
         from tqdm.auto import tqdm
 
-        refused = len(self.results) - len(self.to_send)  # settled before the approval; every row sent is queued
-        with tqdm(total=len(self.results), desc=self.local, unit="call", initial=refused) as bar:
+        with tqdm(total=len(self.to_send), desc=self.local, unit="call") as bar:  # refused rows are not progress
             try:
                 while self._settled.get() is not None:
                     bar.update(1)

@@ -120,3 +120,18 @@ def test_the_status_widget_follows_the_session_with_no_cell_running(demo: pj.Mcp
     assert "ready" in status.value and "11 tools, 10 callable" in status.value
     demo.close()
     assert "closed" in status.value
+
+
+def test_cancel_on_a_running_call_stops_it_on_the_server(demo: pj.McpSession) -> None:
+    pending = demo.call("sleep", {"seconds": 30})
+    assert pending.widget.cancel_button.disabled  # nothing runs before the approval
+    pending.widget.approve_button.click()
+    wait_until(lambda: "sleep: 30 s" in demo.stderr, what="the call to reach the server")
+    wait_until(lambda: " s (timeout " in pending.widget.status.value, what="the elapsed time to show")
+    assert "approved, running" in pending.widget.status.value
+    pending.widget.cancel_button.click()
+    wait_until(lambda: pending.state == "done", timeout=5, what="the cancelled call to settle")
+    assert pending.result.error_code == "mcp_interrupted" and "cancelled by a click" in pending.result.message
+    assert pending.widget.cancel_button.disabled
+    wait_until(lambda: "sleep: cancelled" in demo.stderr, what="the server's own word that it stopped")
+    assert demo.state == "ready" and demo.ping() >= 0

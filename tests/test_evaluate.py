@@ -204,7 +204,10 @@ def test_one_approval_widget_covers_the_batch(demo: pj.McpSession) -> None:
     html = record["text/html"]
     assert html.index("purra-decision") < html.index("purra-evaluation") < html.index('class="dataframe')
     assert record["text/plain"].startswith("approved (approved by a click) at ")
-    assert pending.widget.children[2].value == 8  # the progress bar, full
+    [bar, counts] = pending.widget.children[2].children
+    assert bar.value == bar.max == 7  # the 7 rows sent: the refused row is no progress
+    assert counts.value.endswith(">sent 7 · done 7 · failed 0 of 7</span>")
+    assert "refused row 7" in pending.widget.children[0].value  # listed with its reason
     approvals = [e.detail for e in demo.log.events("approval") if "evaluate echo" in e.detail]
     assert len(approvals) == 1 and "approved by a click: 7 rows" in approvals[0]
 
@@ -257,3 +260,21 @@ def test_deny_policy_timeouts_empty_batches_and_the_raw_path(demo: pj.McpSession
         frame = denied.evaluate("echo", [{"text": "a"}])
         assert frame["error_code"].tolist() == ["mcp_approval_denied"]
         assert server_counts(denied)["counts"] == {}
+
+
+def test_stop_on_a_running_batch_keeps_finished_rows_and_sends_nothing_more(demo: pj.McpSession) -> None:
+    demo.bind("sleep", concurrency_safe=True)
+    rows = [{"seconds": 0}] * 2 + [{"seconds": 30}] * 2 + [{"seconds": 0}] * 4
+    pending = demo.evaluate("sleep", rows, concurrency=2)
+    assert pending.widget.cancel_button.description == "Stop" and pending.widget.cancel_button.disabled
+    pending.widget.approve_button.click()
+    wait_until(lambda: pending.job.sent == 4 and pending.job.finished == 2, what="two rows done, two in flight")
+    assert not pending.widget.cancel_button.disabled
+    pending.widget.cancel_button.click()
+    wait_until(lambda: pending.state == "done", timeout=10, what="the stopped batch to settle")
+    frame = pending.result
+    assert frame["error_code"].fillna("ok").tolist() == ["ok"] * 2 + ["mcp_interrupted"] * 6
+    assert pending.job.sent == 4  # nothing was sent after Stop
+    wait_until(lambda: demo.stderr.count("sleep: cancelled") == 2, what="the server to cancel both rows in flight")
+    assert server_counts(demo)["counts"]["sleep"] == 4
+    assert any("stopped by a click" in row.detail for row in demo.log.events("approval"))

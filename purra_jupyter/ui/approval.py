@@ -9,18 +9,23 @@ output is rewritten to the call's record (``records``), which the saved notebook
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from html import escape
 from typing import Any
 
 import ipywidgets as widgets
 from traitlets import dlink
 
+from .. import runner
 from ..calls import Call
 from ..markup import key_value_table, pre
+from ..wire import RUNNING
 from .records import SETTLED, TEXT_HTML, TEXT_PLAIN, LiveOutput, record_bundle, state_word
 
 HINTS_LABEL = "server hints — grant no authority"
+TICK_SECONDS = 0.5
 
 
 class PendingCall(Call):
@@ -66,34 +71,65 @@ class ApprovalWidget(widgets.VBox):
         job = call.job
         self.approve_button = widgets.Button(description="Approve", button_style="success", icon="check")
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
+        batch = getattr(job, "progress_total", None) is not None
+        self.cancel_button = widgets.Button(
+            description="Stop" if batch else "Cancel",
+            icon="stop",
+            disabled=True,
+            tooltip="stop waiting; the server is told to cancel what is in flight",
+        )
         self.approve_button.on_click(lambda _: call.approve("approved by a click"))
         self.deny_button.on_click(lambda _: call.deny("denied by a click"))
+        self.cancel_button.on_click(lambda _: call.cancel("stopped by a click" if batch else "cancelled by a click"))
         self.status = widgets.HTML(_status_html(call))
+        self._started = 0.0
         progress = []
-        total = getattr(job, "progress_total", None)
-        if total is not None:  # a batch: a bar that follows its settled rows
-            bar = widgets.IntProgress(min=0, max=max(total, 1))
+        if batch:  # a bar and counts that follow the rows of the approved batch (refused rows are not progress)
+            bar = widgets.IntProgress(min=0, max=max(job.progress_total, 1))
             dlink((job, "finished"), (bar, "value"))
-            progress.append(bar)
+            self.counts = widgets.HTML(_counts_html(job))
+            job.observe(
+                lambda _: setattr(self.counts, "value", _counts_html(job)), names=["sent", "finished", "failed"]
+            )
+            progress.append(widgets.HBox([bar, self.counts]))
         call.observe(self._changed, names="state")
         self._call = call
         super().__init__(
             [
                 widgets.HTML(_details_html(call)),
-                widgets.HBox([self.approve_button, self.deny_button, self.status]),
+                widgets.HBox([self.approve_button, self.deny_button, self.cancel_button, self.status]),
                 *progress,
             ]
         )
         self.add_class("purra-approval")
 
     def _changed(self, change: dict[str, Any]) -> None:
-        """Follow the call's state (from any thread: widget traits only); once decided, no more buttons."""
+        """Follow the call's state (from any thread: widget traits only); once decided, no more Approve or
+        Deny; while running, Cancel (Stop for a batch) and the time it has run."""
         self.status.value = _status_html(self._call)
         self.approve_button.disabled = self.deny_button.disabled = True
+        self.cancel_button.disabled = change["new"] != RUNNING
+        if change["new"] == RUNNING:
+            self._started = time.monotonic()
+            runner.submit(self._tick)
+
+    async def _tick(self) -> None:
+        """While the call runs: its elapsed time, twice a second (on the loop, no thread of its own)."""
+        limit = f" (timeout {self._call.job.timeout:g} s)" if hasattr(self._call.job, "timeout") else ""
+        while self._call.state == RUNNING:
+            elapsed = time.monotonic() - self._started
+            self.status.value = _status_html(self._call, f" {elapsed:.1f} s{limit}")
+            await asyncio.sleep(TICK_SECONDS)
 
 
-def _status_html(call: Call) -> str:
-    return f"<span class='purra-approval-state'>{escape(state_word(call))}</span>"
+def _status_html(call: Call, running: str = "") -> str:
+    elapsed = f"<span class='purra-approval-elapsed'>{escape(running)}</span>" if running else ""
+    return f"<span class='purra-approval-state'>{escape(state_word(call))}</span>{elapsed}"
+
+
+def _counts_html(job: Any) -> str:
+    counts = f"sent {job.sent} · done {job.finished} · failed {job.failed} of {job.progress_total}"
+    return f"<span class='purra-approval-counts'>{escape(counts)}</span>"
 
 
 def _details_html(call: Call) -> str:
