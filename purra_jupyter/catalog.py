@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from . import purra_adapter
 from .connection import Connection
 from .errors import McpSessionError
-from .markup import CELL, WRAPPED_CELL
+from .markup import CELL, ERROR_COLOR, OK_COLOR, WRAPPED_CELL
 from .purra_adapter import canonical_json
 from .wire import BINDING_INVALID, CATALOG_MIME, CATALOG_STALE, DIGEST_MISMATCH, EVENT_LIST, EVENT_LIST_CHANGED
 
@@ -221,7 +221,7 @@ class Catalog:
     def _repr_html_table(self) -> str:
         rows = []
         for tool in self.tools:
-            badge = _badge("callable", "#1a7f37") if tool.callable else _badge("not callable", "#cf222e")
+            badge = _badge("callable", OK_COLOR) if tool.callable else _badge("not callable", ERROR_COLOR)
             reasons = "".join(f"<li>{escape(reason)}</li>" for reason in tool.reasons)
             rows.append(
                 f"<tr><td {CELL}><code>{escape(tool.name)}</code></td><td {CELL}>{escape(tool.title or '')}</td>"

@@ -14,7 +14,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from .errors import McpSessionError
-from .markup import CELL, WRAPPED_CELL, pre
+from .markup import CELL, ERROR_COLOR, OK_COLOR, WRAPPED_CELL, pre
 from .wire import ENVELOPE_MIME, NOT_TABULAR, RAW_RESULT_MIME
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def _status(error_code: str | None) -> str:
 
 
 def _header_html(kind: str, server: str, tool: str, error_code: str | None, elapsed_ms: float) -> str:
-    color = "#1a7f37" if error_code is None else "#cf222e"
+    color = OK_COLOR if error_code is None else ERROR_COLOR
     return (
         f"<div><b>{escape(kind)}</b> · <span style='color:{color};font-weight:bold'>{escape(_status(error_code))}"
         f"</span> · {escape(server)} · <code>{escape(tool)}</code> · {elapsed_ms:.0f} ms</div>"

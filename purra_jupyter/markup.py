@@ -6,6 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from html import escape
 
+# Colours for a state's word: in JupyterLab our stylesheet sets each variable per theme (light or dark), so the
+# text meets WCAG AA on both; elsewhere the fallback (made for a light page) applies.
+OK_COLOR = "var(--purra-ok-color, #1a7f37)"
+WARN_COLOR = "var(--purra-warn-color, #9a6700)"
+ERROR_COLOR = "var(--purra-error-color, #cf222e)"
 CELL = "style='text-align:left;vertical-align:top;padding:2px 8px'"
 WRAPPED_CELL = "style='text-align:left;vertical-align:top;padding:2px 8px;white-space:pre-wrap;overflow-wrap:anywhere'"
 

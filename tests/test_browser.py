@@ -412,6 +412,7 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
             "images": [],
         }
         assert browser.dialogs == []
+        assert_contrast(browser, lab.label)
         ours = page.locator(f".jp-Notebook {OURS} img")
         expect(ours).to_have_count(1)  # only the demo's checkerboard, neither the SVG nor the markup "PNG"
 
@@ -493,6 +494,7 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
         try:
             open_notebook(browser, lab, "quickstart.ipynb")
             run_all(browser)
+            assert_contrast(browser, "quickstart-pending")
             for name, button in (("approve", "Approve"), ("deny", "Deny"), ("batch", "Approve")):
                 approval = nth(name).locator(".purra-approval")
                 expect(approval.locator(".purra-approval-state")).to_have_text("pending", timeout=STEP)
@@ -593,3 +595,60 @@ def test_the_html_export_of_an_executed_notebook_reads_without_a_kernel(
             assert "argument form for search_documents: a PurrA read call; it needs a running kernel" in shown
             assert "ready · session: demo" in shown  # the status line's last state
         print(f"export screenshot: {browser.screenshot(f'export-{name}-{theme}')}")
+
+
+# --- contrast: every element of ours reads in the light and the dark theme (WCAG AA: 4.5:1 for text) -------
+
+CONTRAST_JS = """
+() => {
+    const parse = (value) => {
+        const m = value.match(/rgba?\\(([^)]+)\\)/);
+        if (!m) return null;
+        const [r, g, b, a] = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
+        return {r, g, b, a: a === undefined ? 1 : a};
+    };
+    const luminance = ({r, g, b}) => {
+        const [R, G, B] = [r, g, b].map(v => {
+            v /= 255;
+            return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+        });
+        return 0.2126 * R + 0.7152 * G + 0.0722 * B;
+    };
+    const background = (node) => {
+        for (let el = node; el; el = el.parentElement) {
+            const color = parse(getComputedStyle(el).backgroundColor);
+            if (color && color.a > 0.5) return color;
+        }
+        return {r: 255, g: 255, b: 255, a: 1};
+    };
+    const ours = [...document.querySelectorAll('.jp-Notebook [class*="purra-"], .jp-Notebook [class*="jp-Purra"]')];
+    const nodes = new Set();
+    for (const root of ours) {
+        nodes.add(root);
+        root.querySelectorAll('*').forEach(n => nodes.add(n));
+    }
+    const low = [];
+    for (const node of nodes) {
+        const own = [...node.childNodes].some(c => c.nodeType === 3 && c.textContent.trim());
+        if (!own || node.offsetParent === null) continue;
+        const fg = parse(getComputedStyle(node).color), bg = background(node);
+        const [l1, l2] = [luminance(fg), luminance(bg)].sort((a, b) => b - a);
+        const ratio = (l1 + 0.05) / (l2 + 0.05);
+        const text = node.textContent.trim().slice(0, 40);
+        if (ratio < 4.5) low.push(`${ratio.toFixed(2)} ${node.tagName}.${node.className} "${text}"`);
+    }
+    return {checked: nodes.size, low};
+}
+"""
+
+
+def assert_contrast(browser: Browser, label: str) -> None:
+    """In the light and the dark theme, every text of ours (a class with ``purra-`` or ``jp-Purra``) has a
+    contrast of at least 4.5:1 on its background; a screenshot of each theme. Ends in the light theme."""
+    for theme, short in (("JupyterLab Dark", "dark"), ("JupyterLab Light", "light")):
+        browser.notebook_js("await app.commands.execute('apputils:change-theme', {theme: arg});", theme)
+        browser.page.wait_for_function("(theme) => document.body.dataset.jpThemeName === theme", arg=theme)
+        browser.page.wait_for_timeout(500)  # the theme's stylesheet applied (no event says so)
+        contrast = browser.page.evaluate(CONTRAST_JS)
+        print(f"contrast screenshot: {browser.screenshot(f'{label}-contrast-{short}')}")
+        assert contrast["checked"] > 20 and contrast["low"] == [], (theme, contrast)

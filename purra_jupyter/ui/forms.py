@@ -19,7 +19,7 @@ from IPython.display import display
 
 from ..calls import argument_checker
 from ..catalog import ToolVerdict
-from ..markup import pre
+from ..markup import ERROR_COLOR, pre
 from .approval import PendingCall
 from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput, bundle_of
 
@@ -340,8 +340,8 @@ class SchemaForm(widgets.VBox):
             return
         field = _nearest(self.fields, path)
         if field is not None:
-            field.error.value = f"<span style='color:#cf222e'>{escape(problem)}</span>"
-        self.problem.value = f"<span style='color:#cf222e'>{escape(path)}: {escape(problem)}</span>"
+            field.error.value = f"<span style='color:{ERROR_COLOR}'>{escape(problem)}</span>"
+        self.problem.value = f"<span style='color:{ERROR_COLOR}'>{escape(path)}: {escape(problem)}</span>"
 
 
 class ToolForm(SchemaForm):

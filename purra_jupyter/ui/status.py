@@ -13,10 +13,11 @@ import ipywidgets as widgets
 
 from ..bindings import Bindings
 from ..connection import Connection
+from ..markup import ERROR_COLOR, OK_COLOR, WARN_COLOR
 from ..wire import EVENT_ERROR, READY, STALE
 from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput
 
-_COLORS = {READY: "#1a7f37", STALE: "#9a6700"}
+_COLORS = {READY: OK_COLOR, STALE: WARN_COLOR}
 
 
 class SessionStatus(widgets.HTML):
@@ -39,7 +40,7 @@ class SessionStatus(widgets.HTML):
         bound = ", ".join(self.bindings.local_names()) or "none"
         errors = connection.log.events(EVENT_ERROR)
         last_error = connection.cause or (errors[-1].detail if errors else "none")
-        color = _COLORS.get(connection.state, "#cf222e")
+        color = _COLORS.get(connection.state, ERROR_COLOR)
         cells = [
             ("session", connection.name),
             ("transport", f"{connection.transport}: {connection.config.target}"),
