@@ -89,7 +89,7 @@ def ip() -> Any:
 
 _SAFE_TAGS = {"div", "b", "span", "code", "pre", "p", "table", "thead", "tbody", "tr", "th", "td", "small", "img",
               "ul", "li", "br", "i", "em", "strong"}  # fmt: skip
-_SAFE_ATTRIBUTES = {"style", "class", "alt", "src"}
+_SAFE_ATTRIBUTES = {"style", "class", "alt", "src", "title"}  # title: inert text shown on hover (always escaped)
 
 
 class _Tags(HTMLParser):

@@ -28,6 +28,9 @@ def test_approve_by_click_runs_the_call_once_and_shows_the_result(demo: pj.McpSe
     assert "echo" not in counts(demo)  # nothing sent before the decision
     html = pending.widget.children[0].value
     assert "bind echo as read tool echo" in html and HINTS_LABEL in html
+    assert ">read-only</span>" in html and ">not destructive</span>" in html  # hints as words, not JSON
+    assert f"title='{pending.arguments_digest}'>{pending.arguments_digest[:12]}…</code>" in html
+    assert "purra-raw-banner" not in html
     assert "&lt;b&gt;hi&lt;/b&gt;" in html and "<b>hi</b>" not in html
     states: list[str] = []
     pending.observe(lambda change: states.append(change["new"]), names="state")
@@ -89,7 +92,10 @@ def test_closing_the_session_voids_the_call(demo: pj.McpSession) -> None:
 
 def test_raw_calls_and_code_approvals_go_through_the_same_widget(demo: pj.McpSession) -> None:
     pending = demo.call("greet", {"name": "Ada"}, raw=True)
-    assert "outside the PurrA contract" in pending.widget.children[0].value
+    assert (
+        "purra-raw-banner" in pending.widget.children[0].value
+        and "outside the PurrA contract" in pending.widget.children[0].value
+    )
     bundle = pending._repr_mimebundle_()  # pending: the live widget, and a static view for other readers
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["text/plain"] == 'pending: approval of demo/greet({"name": "Ada"})'

@@ -145,15 +145,26 @@ def test_an_out_of_range_number_shows_its_path_and_blocks_review() -> None:
     form.fields["$.query"].input.value = "mcp"
     form.fields["$.limit"].input.value = "50"
     assert form.arguments() is None and form.review_button.disabled
-    assert "maximum" in form.fields["$.limit"].error.value
-    assert "$.limit" in form.problem.value
+    error = form.fields["$.limit"].error.value  # in words, the path and keyword only as a hint on hover
+    assert ">at most 10</span>" in error and "title='$.limit: maximum of the contract'" in error
+    assert form.problem.value == ""  # shown once: at the field
     form.fields["$.limit"].input.value = "abc"
     assert "not an integer" in form.fields["$.limit"].error.value
     form.fields["$.limit"].input.value = "10"
     assert form.arguments() is not None and not form.review_button.disabled
     assert form.fields["$.limit"].error.value == ""
-    form.fields["$.ids"].add_row().input.value = ""
-    assert form.arguments() is None and "$.ids[0]" in form.problem.value
+    form.fields["$.ids"].add_row().input.value = ""  # not edited yet: no error at it, a quiet line says why
+    assert form.arguments() is None and form.fields["$.ids[0]"].error.value == ""
+    assert "Review call waits for $.ids[0]" in form.problem.value
+
+
+def test_a_form_shows_no_error_before_a_field_is_touched() -> None:
+    form = form_for(SCHEMA)
+    assert form.review_button.disabled and all(field.error.value == "" for field in form.fields.values())
+    assert "Review call waits for $.query: required" in form.problem.value
+    form.fields["$.query"].input.value = "x"
+    form.fields["$.query"].input.value = ""
+    assert ">required</span>" in form.fields["$.query"].error.value and form.problem.value == ""
 
 
 def test_a_tool_form_reviews_into_the_approval_widget() -> None:
@@ -169,7 +180,7 @@ def test_a_tool_form_reviews_into_the_approval_widget() -> None:
         assert pending.result.ok
 
         editor = session.form("greet")  # outside the profile: a JSON editor checked with jsonschema
-        assert editor.editor is not None and editor.arguments() is None
+        assert editor.editor is not None and json.loads(editor.editor.value) == {"name": ""}  # the required keys
         editor.editor.value = '{"name": 3}'
         assert editor.arguments() is None and "$.name" in editor.problem.value
         editor.editor.value = '{"name": "Ada"}'
@@ -297,7 +308,7 @@ def test_a_valid_value_comes_back_exactly_and_one_out_of_bounds_is_refused(schem
         field.input.value = _beyond(field.schema)
         assert form.arguments() is None and form.review_button.disabled
         # The refusal names the field, or the anyOf/oneOf holding it (the contract cannot tell which branch).
-        [reported] = re.findall(r">(\$[^:]*):", form.problem.value)
+        reported = form.problem_path
         assert path == reported or path.startswith((reported + ".", reported + "[")), (path, reported)
 
 

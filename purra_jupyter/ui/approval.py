@@ -20,9 +20,9 @@ from traitlets import dlink
 
 from .. import runner
 from ..calls import Call
-from ..markup import key_value_table, pre
+from ..markup import WARN_COLOR, key_value_table, pre
 from ..wire import RUNNING
-from .records import SETTLED, TEXT_HTML, TEXT_PLAIN, LiveOutput, record_bundle, state_word
+from .records import SETTLED, TEXT_HTML, TEXT_PLAIN, LiveOutput, record_bundle, short_digest, state_word
 
 HINTS_LABEL = "server hints — grant no authority"
 TICK_SECONDS = 0.5
@@ -132,13 +132,30 @@ def _counts_html(job: Any) -> str:
     return f"<span class='purra-approval-counts'>{escape(counts)}</span>"
 
 
+_HINT_WORDS = (
+    ("readOnlyHint", "read-only"),
+    ("destructiveHint", "destructive"),
+    ("idempotentHint", "idempotent"),
+    ("openWorldHint", "open-world"),
+)
+RAW_BANNER = "raw MCP call — outside the PurrA contract: no envelope, no PurrA checks on the result"
+
+
+def hint_words(annotations: dict[str, Any]) -> list[str]:
+    """A tool's behaviour hints as words ("read-only", "not destructive"); the server's claims, nothing more."""
+    words = []
+    for key, word in _HINT_WORDS:
+        if isinstance(annotations.get(key), bool):
+            words.append(word if annotations[key] else f"not {word}")
+    return words
+
+
 def _details_html(call: Call) -> str:
     job = call.job
     connection = call.connection
     tool = job.tool
-    path = "raw MCP call, outside the PurrA contract" if job.raw else "PurrA read tool"
+    path = "raw MCP call" if job.raw else "PurrA read tool"
     verdict = "callable under PurrA" if tool.callable else "outside the PurrA profile: " + "; ".join(tool.reasons)
-    hints = dict(tool.annotations)
     rows = [
         ("server", f"{connection.name} ({connection.transport}: {connection.config.target})"),
         ("tool", f"{tool.title or tool.name} ({job.remote}) — {path}"),
@@ -147,11 +164,24 @@ def _details_html(call: Call) -> str:
     rows.extend(job.detail_rows)
     if job.declaration:
         rows.append(("declares", job.declaration))
-    rows.append((HINTS_LABEL, json.dumps(hints, ensure_ascii=False) if hints else "none"))
-    rows.append(("arguments digest", call.arguments_digest))
+    badge = (
+        "style='display:inline-block;padding:0 6px;margin-right:4px;border:1px solid currentcolor;border-radius:8px'"
+    )
+    hints = "".join(f"<span class='purra-hint' {badge}>{escape(word)}</span>" for word in hint_words(tool.annotations))
+    digest = escape(call.arguments_digest, quote=True)
+    facts = (
+        f"<div style='text-align:left;margin:4px 0'><small>{escape(HINTS_LABEL)}:</small> {hints or 'none'}"
+        f" · <small>arguments digest</small> <code class='purra-digest' title='{digest}'>"
+        f"{escape(short_digest(call.arguments_digest))}</code></div>"
+    )
+    banner = (
+        f"<div class='purra-raw-banner' style='margin:4px 0;padding:2px 8px;font-weight:bold;"
+        f"border:2px solid {WARN_COLOR}'>{escape(RAW_BANNER)}</div>"
+        if job.raw
+        else ""
+    )
     label, shown = job.shown_arguments
     arguments = pre(json.dumps(shown, indent=2, ensure_ascii=False))
     table = key_value_table(rows, "purra-approval-details")
-    return (
-        f"<div style='text-align:left'><b>{escape(job.question)}</b></div>{table}<div>{escape(label)}</div>{arguments}"
-    )
+    question = f"<div style='text-align:left'><b>{escape(job.question)}</b></div>"
+    return f"{question}{banner}{table}{facts}<div>{escape(label)}</div>{arguments}"

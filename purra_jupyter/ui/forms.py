@@ -58,7 +58,7 @@ class Field:
         return widgets.VBox([widgets.HBox([self.label, editor, self.error]), self.help])
 
     def watch(self, widget: widgets.Widget) -> None:
-        widget.observe(lambda _: self.form.changed(), names="value")
+        widget.observe(lambda _: self.form.changed(touched=self.path), names="value")
 
 
 class TextField(Field):
@@ -287,11 +287,14 @@ class SchemaForm(widgets.VBox):
         self.schema = schema
         self.check = check
         self.fields: dict[str, Field] = {}
+        self.touched: set[str] = set()  # paths of the fields a person edited
+        self.problem_path: str | None = None  # where the arguments fail, if they do
         self._building = True
         self.problem = widgets.HTML("")
         self.review_button = widgets.Button(description="Review call", button_style="primary", disabled=True)
         if editor:
-            self.editor: widgets.Textarea | None = widgets.Textarea(value="{}", rows=8, layout={"width": "100%"})
+            start = json.dumps(required_template(schema), indent=2, ensure_ascii=False)
+            self.editor: widgets.Textarea | None = widgets.Textarea(value=start, rows=8, layout={"width": "100%"})
             self.editor.observe(lambda _: self.changed(), names="value")
             self.root: Field | None = None
             body: widgets.Widget = self.editor
@@ -323,7 +326,10 @@ class SchemaForm(widgets.VBox):
         self._show_problem(None, "")
         return value
 
-    def changed(self) -> None:
+    def changed(self, touched: str | None = None) -> None:
+        """Check the arguments again; ``touched`` is the path of the field a person just edited."""
+        if touched is not None:
+            self.touched.add(touched)
         if self._building:
             return
         self.review_button.disabled = self.arguments() is None
@@ -333,15 +339,25 @@ class SchemaForm(widgets.VBox):
         return None
 
     def _show_problem(self, path: str | None, problem: str) -> None:
+        """One place for the problem: in words next to its field once a person edited it (the path and the
+        contract's keyword as a hint on hover), else as a quiet line saying what Review waits for."""
+        self.problem_path = path
         for field in self.fields.values():
             field.error.value = ""
+        self.problem.value = ""
         if path is None:
-            self.problem.value = ""
             return
         field = _nearest(self.fields, path)
-        if field is not None:
-            field.error.value = f"<span style='color:{ERROR_COLOR}'>{escape(problem)}</span>"
-        self.problem.value = f"<span style='color:{ERROR_COLOR}'>{escape(path)}: {escape(problem)}</span>"
+        words = in_words(problem, field.schema if field is not None else {})
+        hint = escape(f"{path}: {problem}", quote=True)
+        if field is not None and self._was_touched(field.path):
+            field.error.value = f"<span style='color:{ERROR_COLOR}' title='{hint}'>{escape(words)}</span>"
+        else:
+            self.problem.value = f"<small title='{hint}'>Review call waits for {escape(path)}: {escape(words)}</small>"
+
+    def _was_touched(self, path: str) -> bool:
+        """Whether a person edited the field at ``path`` or one inside it (a new row is not edited yet)."""
+        return any(t == path or t.startswith((path + ".", path + "[")) for t in self.touched)
 
 
 class ToolForm(SchemaForm):
@@ -411,6 +427,47 @@ def _index(field: Field, into: dict[str, Field]) -> None:
             _index(row, into)
     elif isinstance(field, UnionField) and field.selector.value != -1:
         _index(field.branches[field.selector.value], into)
+
+
+_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "maximum": lambda s: f"at most {s.get('maximum')}",
+    "minimum": lambda s: f"at least {s.get('minimum')}",
+    "exclusiveMaximum": lambda s: f"less than {s.get('exclusiveMaximum')}",
+    "exclusiveMinimum": lambda s: f"more than {s.get('exclusiveMinimum')}",
+    "maxLength": lambda s: f"at most {s.get('maxLength')} characters",
+    "minLength": lambda s: f"at least {s.get('minLength')} characters",
+    "maxItems": lambda s: f"at most {s.get('maxItems')} items",
+    "minItems": lambda s: f"at least {s.get('minItems')} items",
+    "pattern": lambda s: f"must match {s.get('pattern')}",
+    "enum": lambda s: "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in s.get("enum", [])),
+    "const": lambda s: f"must be {json.dumps(s.get('const'), ensure_ascii=False)}",
+    "type": lambda s: f"must be {'an' if str(s.get('type', '')).startswith(('a', 'i', 'o')) else 'a'} {s.get('type')}",
+    "required": lambda s: "required",
+    "uniqueItems": lambda s: "items must differ",
+    "additionalProperties": lambda s: "a field the tool does not take",
+}
+
+
+_EMPTY = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}, "null": None}
+
+
+def required_template(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """What a JSON editor starts with: the schema's required keys, each with an empty value of its type."""
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = [key for key in schema.get("required") or [] if isinstance(key, str)]
+    template = {}
+    for key in required:
+        kind = (properties.get(key) or {}).get("type") if isinstance(properties.get(key), dict) else None
+        template[key] = _EMPTY.get(kind if isinstance(kind, str) else "string", "")
+    return template
+
+
+def in_words(problem: str, schema: Mapping[str, Any]) -> str:
+    """A contract's refusal (``"maximum of the contract"``) in words for the field's schema (``"at most 10"``);
+    a problem already in words is kept."""
+    keyword = problem.removesuffix(" of the contract")
+    words = _WORDS.get(keyword)
+    return words(schema) if words is not None and keyword != problem else problem
 
 
 def _nearest(fields: dict[str, Field], path: str) -> Field | None:
