@@ -488,6 +488,10 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
         "deny": quickstart_cell("to_deny ="),
         "batch": quickstart_cell("queries ="),
         "form": quickstart_cell("%mcp_call demo search_documents --form"),
+        "connect": quickstart_cell("demo = %mcp_connect"),
+        "catalog": quickstart_cell("catalog = %mcp_catalog demo"),
+        "log": quickstart_cell("%mcp_log demo"),
+        "raw": quickstart_cell("%mcp_call demo tiny_image --raw"),
     }
     with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
         (lab.root / "quickstart.ipynb").write_text(QUICKSTART.read_text())
@@ -496,7 +500,9 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
         try:
             open_notebook(browser, lab, "quickstart.ipynb")
             run_all(browser)
-            assert_contrast(browser, "quickstart-pending")
+            shots = {"status-line": nth("connect"), "catalog": nth("catalog"), "approval-pending": nth("approve"),
+                     "batch-pending": nth("batch"), "form": nth("form"), "log": nth("log")}  # fmt: skip
+            assert_contrast(browser, "quickstart-pending", shots)
             for name, button in (("approve", "Approve"), ("deny", "Deny"), ("batch", "Approve")):
                 approval = nth(name).locator(".purra-approval")
                 expect(approval.locator(".purra-approval-state")).to_have_text("pending", timeout=STEP)
@@ -525,6 +531,9 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
                 expect(record.locator(".jp-PurraRenderer-decision")).to_contain_text("approved", timeout=STEP)
                 expect(form.locator(".purra-approval")).to_have_count(0)
             browser.screenshot("quickstart-05-form-reviewed-and-approved", form)
+            shots = {"approval-approved": nth("approve"), "approval-denied": nth("deny"), "raw-result": nth("raw"),
+                     "batch-approved": nth("batch"), "form-approved": nth("form")}  # fmt: skip
+            assert_contrast(browser, "quickstart-decided", shots)
 
             browser.notebook_js("await app.commands.execute('docmanager:save');")
             browser.notebook_js("await panel.sessionContext.shutdown();")
@@ -644,15 +653,18 @@ CONTRAST_JS = """
 """
 
 
-def assert_contrast(browser: Browser, label: str) -> None:
+def assert_contrast(browser: Browser, label: str, shots: dict[str, Locator] | None = None) -> None:
     """In the light and the dark theme, every text of ours (a class with ``purra-`` or ``jp-Purra``) has a
-    contrast of at least 4.5:1 on its background; a screenshot of each theme. Ends in the light theme."""
+    contrast of at least 4.5:1 on its background; a screenshot of the page, and of each of ``shots``, in each
+    theme (listed in the test log). Ends in the light theme."""
     for theme, short in (("JupyterLab Dark", "dark"), ("JupyterLab Light", "light")):
         browser.notebook_js("await app.commands.execute('apputils:change-theme', {theme: arg});", theme)
         browser.page.wait_for_function("(theme) => document.body.dataset.jpThemeName === theme", arg=theme)
         browser.page.wait_for_timeout(500)  # the theme's stylesheet applied (no event says so)
         contrast = browser.page.evaluate(CONTRAST_JS)
         print(f"contrast screenshot: {browser.screenshot(f'{label}-contrast-{short}')}")
+        for name, target in (shots or {}).items():
+            print(f"screenshot: {browser.screenshot(f'{label}-{name}-{short}', target)}")
         assert contrast["checked"] > 20 and contrast["low"] == [], (theme, contrast)
 
 
