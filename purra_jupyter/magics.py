@@ -11,11 +11,13 @@ as ``McpSessionError``; either one speaks of magics, not of the Python API.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import shlex
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from html import escape
 from typing import Any
 
@@ -26,10 +28,12 @@ from IPython.display import display
 from traitlets import Enum, Float, Int
 from traitlets.config import Configurable
 
+from . import runner
 from .config import ServerConfig, load_servers
 from .errors import McpSessionError
 from .markup import pre
 from .session import McpSession, connect, registry
+from .ui.records import LiveOutput, in_kernel
 from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS
 
 # The codes of mistakes in what the user wrote; every other code is a failure at run time.
@@ -70,6 +74,42 @@ def _one_line_errors() -> Iterator[None]:
         raise McpSessionError(error.code, in_magic_words(error.message), server_text=error.server_text) from None
     except McpAdapterError as error:
         raise McpSessionError(error.code, "purra-mcp refused the operation.") from None
+
+
+TICK_SECONDS = 0.25
+
+
+@contextmanager
+def _connecting_line(config: ServerConfig) -> Iterator[None]:
+    """A line that says what is being reached, where, for how long and until when, while ``connect`` holds the
+    cell; it ends saying how long it took, or that it failed."""
+    if not in_kernel():  # a terminal would print the line anew each time
+        yield
+        return
+    what = f"connecting {config.name} ({config.transport}: {config.target})"
+    started = time.monotonic()
+
+    def line(state: str) -> dict[str, str]:
+        text = f"{what} — {state} {time.monotonic() - started:.1f} s (timeout {config.timeout:g} s)"
+        return {"text/plain": text, "text/html": pre(text)}
+
+    async def tick() -> None:  # every rewrite on the loop, so the last one is the outcome
+        while not outcome:
+            output.update(line("waiting"))
+            await asyncio.sleep(TICK_SECONDS)
+        output.update(line(outcome[0]))
+
+    outcome: list[str] = []
+    output = LiveOutput()
+    output.show(line("waiting"))
+    ticker = runner.submit(tick)
+    try:
+        yield
+        outcome.append("connected in")
+    finally:
+        outcome.append("failed after")
+        with suppress(Exception):
+            ticker.result(timeout=2 * TICK_SECONDS + 1)
 
 
 def _pairs(items: list[str] | None, option: str) -> dict[str, str] | None:
@@ -179,11 +219,12 @@ class McpMagics(Magics, Configurable):
         command = words[words.index("--") + 1 :] if "--" in words else []
         with _one_line_errors():
             config = self._config(args, command)
-            session = connect(
-                config,
-                approval=args.approval or self.approval,
-                expect_digest=args.expect_digest,
-            )
+            with _connecting_line(config):
+                session = connect(
+                    config,
+                    approval=args.approval or self.approval,
+                    expect_digest=args.expect_digest,
+                )
         display(session.status_widget())
         summary = f"{session.catalog.summary} — %mcp_catalog {session.name} shows the tools"
         display({"text/plain": summary, "text/html": pre(summary)}, raw=True)

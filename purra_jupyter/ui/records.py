@@ -32,6 +32,11 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 _OUR_MIMES = (ENVELOPE_MIME, RAW_RESULT_MIME)
 
 
+def in_kernel() -> bool:
+    """Whether outputs go to a notebook frontend (a kernel), where a display can be rewritten."""
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
 class LiveOutput:
     """One display id: every output shown under it is rewritten by ``update`` (from any thread; the
     frontend finds the outputs by id). Before ``show``, or in a terminal (which would print each update
@@ -43,7 +48,7 @@ class LiveOutput:
 
     def show(self, bundle: dict[str, Any]) -> None:
         display(bundle, raw=True, display_id=self.display_id)
-        self.shown = getattr(get_ipython(), "kernel", None) is not None
+        self.shown = in_kernel()
 
     def update(self, bundle: dict[str, Any]) -> None:
         """Rewrite the outputs. Run in an empty context: a task on the loop carries a copy of the context
