@@ -94,11 +94,12 @@ class CallPlan:
             return None
         return f"bind {self.remote} as read tool {self.local}"
 
-    def fail(self, code: str, message: str, elapsed_ms: float = 0.0) -> Result:
+    def fail(self, code: str, message: str, elapsed_ms: float = 0.0, server_text: str = "") -> Result:
         server = self.connection.name
         if self.raw:
-            return RawResult(server, self.remote, error_code=code, elapsed_ms=elapsed_ms, message=message)
-        return Envelope(server, self.local, EMPTY_ENVELOPE, code, elapsed_ms, message)
+            return RawResult(server, self.remote, error_code=code, elapsed_ms=elapsed_ms, message=message,
+                             server_text=server_text)  # fmt: skip
+        return Envelope(server, self.local, EMPTY_ENVELOPE, code, elapsed_ms, message, server_text=server_text)
 
     # --- what a decision needs (a batch offers the same; see ``Call``) -------------------------------
 
@@ -195,7 +196,7 @@ async def send(plan: CallPlan, cancel: CancelToken | None = None) -> Result:
     try:
         result = await plan.connection.run(lambda client: _execute(plan, client), plan.timeout, cancel)
     except McpSessionError as error:
-        result = plan.fail(error.code, error.message, ms_since(started))
+        result = plan.fail(error.code, error.message, ms_since(started), error.server_text)
     except Exception as error:  # the kit's own code failed: still this call's result, with a code
         result = plan.fail(HOST_ERROR, f"the kit failed: {error.__class__.__name__}: {error}", ms_since(started))
     return record(plan, result)

@@ -68,7 +68,7 @@ STDERR_LINES = 200
 LOG_ROWS = 10_000
 _MAX_LINE_BYTES = 8_192
 _DETAIL_CHARS = 500
-STDERR_NOTE = "The server's last stderr lines are kept apart from this message (error.server_text)."
+STDERR_NOTE = "The server's last stderr lines are kept apart from this message, as its server_text."
 STDERR_LINES = 20  # the stderr lines a failure carries
 # While connecting, a failure that names nothing more specific (timeout, credentials, protocol version ...)
 # is a failed connect.

@@ -45,7 +45,7 @@ _MAGIC_WORDS = (
     ("pj.sessions() lists them", "%mcp_sessions lists them"),
     ("Call refresh() first", "Run %mcp_catalog NAME --refresh first"),
     ("Explore it with raw=True", "Explore it with --raw"),
-    ("are kept apart from this message (error.server_text)", "are shown above, as text"),
+    ("are kept apart from this message, as its server_text", "are shown above, as text"),
 )
 SERVER_STDERR_LABEL = "the server's last stderr lines (its own words, shown as text)"
 

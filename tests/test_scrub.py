@@ -58,7 +58,8 @@ def test_stdio_server_text_is_scrubbed_of_the_env_secret() -> None:
         assert envelope.error_code == "mcp_protocol_error" and envelope.to_dict() == {"text": [], "structured": None}
         assert "***" in envelope.server_text  # the server's words beside the envelope, scrubbed too
         timed_out = session.call("tool_000", {"x": "mute"}, raw=True, approve=True, timeout=0.5)
-        assert timed_out.error_code == "mcp_timeout" and "***" in timed_out.message  # the stderr hint, scrubbed
+        assert timed_out.error_code == "mcp_timeout" and "as its server_text" in timed_out.message
+        assert "***" in timed_out.server_text and "RAW_TOKEN" in timed_out.server_text  # the stderr tail, scrubbed
         texts = surfaces(session)
         texts.update(
             {
@@ -81,7 +82,7 @@ def test_a_cause_and_a_connect_failure_are_scrubbed_of_the_env_secret() -> None:
 
     with pytest.raises(pj.McpSessionError) as caught:
         pj.connect(secret_server("--fault", "exit-on-initialize"))
-    assert caught.value.code == "mcp_connect_failed" and "***" in caught.value.message
+    assert caught.value.code == "mcp_connect_failed" and "***" in caught.value.server_text
     assert_scrubbed({"error": "".join(traceback.format_exception(caught.value))}, SECRET)
 
 
