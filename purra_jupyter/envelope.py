@@ -54,6 +54,18 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
+FOLD_LINES = 12  # structured JSON longer than this is folded (a <details> the reader opens)
+
+
+def _json_block(label: str, value: Any) -> str:
+    """Structured content as indented JSON text; folded beyond ``FOLD_LINES`` lines."""
+    text = _json_text(value)
+    lines = text.count("\n") + 1
+    if lines <= FOLD_LINES:
+        return pre(text)
+    return f"<details><summary>{escape(label)} ({lines} lines of JSON)</summary>{pre(text)}</details>"
+
+
 def _table_html(records: list[dict[str, Any]]) -> str:
     columns = list(dict.fromkeys(key for record in records for key in record))
     head = "".join(f"<th {CELL}>{escape(str(column))}</th>" for column in columns)
@@ -131,7 +143,7 @@ class Envelope:
         if records is not None:
             body.append(_table_html(records))
         if self.structured is not None:
-            body.append(pre(_json_text(self.structured)))
+            body.append(_json_block("structured", self.structured))
         return _bundle(self, ENVELOPE_MIME, "PurrA envelope", "purra-envelope", body, {"envelope": self.to_dict()})
 
 
@@ -176,7 +188,7 @@ class RawResult:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         body = [_block_html(block) for block in self.content]
         if self.structured_content is not None:
-            body.append(pre(_json_text(self.structured_content)))
+            body.append(_json_block("structuredContent", self.structured_content))
         return _bundle(self, RAW_RESULT_MIME, RAW_LABEL, "purra-raw-result", body, {"result": self.to_dict()})
 
 
@@ -240,6 +252,8 @@ def _block_html(block: dict[str, Any]) -> str:
     if block.get("type") == "image":
         uri = image_data_uri(block)
         if uri is not None:
-            return f"<img alt='image from the server' src=\"{escape(uri, quote=True)}\">"
+            # tiny images (icons, test patterns) scaled up to a size a person can see, their pixels kept sharp
+            style = "min-width:64px;max-width:100%;image-rendering:pixelated"
+            return f"<img alt='image from the server' style='{style}' src=\"{escape(uri, quote=True)}\">"
     label = escape(str(block.get("type")))
     return f"<div><small>{label}</small>{pre(_block_text(block))}</div>"

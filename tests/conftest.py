@@ -88,7 +88,7 @@ def ip() -> Any:
 # --- untrusted text in HTML -----------------------------------------------------------------------------
 
 _SAFE_TAGS = {"div", "b", "span", "code", "pre", "p", "table", "thead", "tbody", "tr", "th", "td", "small", "img",
-              "ul", "li", "br", "i", "em", "strong"}  # fmt: skip
+              "ul", "li", "br", "i", "em", "strong", "details", "summary"}  # fmt: skip
 _SAFE_ATTRIBUTES = {"style", "class", "alt", "src", "title"}  # title: inert text shown on hover (always escaped)
 
 

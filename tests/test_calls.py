@@ -304,3 +304,14 @@ def test_a_tool_error_shows_the_servers_text_beside_an_envelope_that_stays_purra
         assert long.server_text == "z" * SERVER_TEXT_CHARS + "…"
         ok = session.call("echo", {"text": "fine"}, approve=True)
         assert ok.ok and ok.server_text == ""
+
+
+def test_html_fallbacks_fold_long_json_and_scale_tiny_images(demo: pj.McpSession) -> None:
+    """What nbviewer, GitHub and VS Code show: long structured JSON folded, a 4x4 image big enough to see."""
+    hits = demo.call("search_documents", {"query": "PurrA envelope", "limit": 3}, approve=True)
+    html = hits._repr_mimebundle_()["text/html"]
+    assert "<details><summary>structured (" in html and " lines of JSON)</summary>" in html
+    small = demo.call("add", {"a": 1, "b": 2}, approve=True)._repr_mimebundle_()["text/html"]
+    assert "<details>" not in small and "&quot;sum&quot;: 3" in small
+    image = demo.call("tiny_image", {}, raw=True, approve=True)._repr_mimebundle_()["text/html"]
+    assert "style='min-width:64px;max-width:100%;image-rendering:pixelated'" in image

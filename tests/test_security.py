@@ -630,6 +630,11 @@ def test_raw_servers_hostile_tool_name_is_inert_in_summary_approval_form_status_
         prompt.deny()
         form.pending.deny()
         batch.deny()
+        # The records the outputs become (decision, arguments, result): the same server strings, inert.
+        assert_safe(pending._repr_mimebundle_()["text/html"], evil, XSS[2])
+        assert_safe(prompt._repr_mimebundle_()["text/html"], XSS[3])
+        assert_safe(batch._repr_mimebundle_()["text/html"], pandas=True)
+        assert_safe(form.pending._repr_mimebundle_()["text/html"], XSS[1])
 
 
 def test_a_hostile_servers_every_string_is_inert_in_every_bundle_and_widget(hostile_script: Path) -> None:
