@@ -300,3 +300,12 @@ def binder_env(tmp_path_factory: pytest.TempPathFactory) -> BinderEnv:
     built = env.run("bash", "binder/postBuild")
     env.post_build_output = built.stdout + built.stderr
     return env
+
+
+def execute_notebook(source: Path, target: Path) -> None:
+    """Run ``source`` on a real kernel as ``scripts/demo --execute`` does, writing the executed copy to ``target``."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "execute_notebook.py"), str(source), str(target)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import nbformat
 import pytest
-from conftest import stop_tree
+from conftest import execute_notebook, stop_tree
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -260,18 +260,7 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
     write_notebook(lab.root / NOTEBOOK)
     page = browser.page
     try:
-        page.goto(lab.url(f"/lab/tree/{NOTEBOOK}"))
-        page.wait_for_function(
-            """(path) => {
-                const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-                const kernel = panel && panel.context && panel.context.path === path
-                    && panel.sessionContext.isReady && panel.sessionContext.session
-                    && panel.sessionContext.session.kernel;
-                return Boolean(kernel) && kernel.status === 'idle';
-            }""",
-            arg=NOTEBOOK,
-            timeout=STEP,
-        )
+        open_notebook(browser, lab, NOTEBOOK)
         # Everything above the "close" cell: the pending call must still wait for its click. The command is
         # not awaited here (page.evaluate has no timeout); the wait below has one, and stops at a failed cell.
         browser.notebook_js(
@@ -582,12 +571,7 @@ def test_the_html_export_of_an_executed_notebook_reads_without_a_kernel(
     name: str, tmp_path: Path, browser: Browser
 ) -> None:
     executed = tmp_path / f"{name}.ipynb"
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "execute_notebook.py"), str(ROOT / "notebooks" / f"{name}.ipynb"),
-         str(executed)],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
+    execute_notebook(ROOT / "notebooks" / f"{name}.ipynb", executed)
     for theme in ("light", "dark"):
         target = tmp_path / f"{name}-{theme}.html"
         export = subprocess.run(

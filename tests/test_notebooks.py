@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import nbformat
+from conftest import execute_notebook
 
 ROOT = Path(__file__).parent.parent
 
@@ -18,12 +17,7 @@ def execute(name: str, tmp_path: Path) -> list[dict]:
     """Run ``notebooks/NAME.ipynb`` as ``scripts/demo --execute`` does; return every cell output
     (each tagged with its cell's source as ``source``)."""
     target = tmp_path / f"{name}.executed.ipynb"
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "execute_notebook.py"), str(ROOT / "notebooks" / f"{name}.ipynb"),
-         str(target)],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
+    execute_notebook(ROOT / "notebooks" / f"{name}.ipynb", target)
     notebook = nbformat.read(target, as_version=4)
     outputs = [
         {**output, "source": cell.source}
