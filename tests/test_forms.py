@@ -161,6 +161,7 @@ def test_an_out_of_range_number_shows_its_path_and_blocks_review() -> None:
 def test_a_form_shows_no_error_before_a_field_is_touched() -> None:
     form = form_for(SCHEMA)
     assert form.review_button.disabled and all(field.error.value == "" for field in form.fields.values())
+    assert {field.label.layout.width for field in form.fields.values()} == {"12em"}  # the inputs line up
     assert "Review call waits for $.query: required" in form.problem.value
     form.fields["$.query"].input.value = "x"
     form.fields["$.query"].input.value = ""

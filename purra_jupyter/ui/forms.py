@@ -24,6 +24,7 @@ from .approval import PendingCall
 from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput, bundle_of
 
 UNSET_LABEL = "(not set)"
+LABEL_WIDTH = "12em"
 _UNSET: Any = object()  # an optional field with no value: left out of the arguments
 
 
@@ -47,7 +48,8 @@ class Field:
         form.fields[path] = form.fields.get(path, self)
         title = schema.get("title") or label
         marker = " *" if required else ""
-        self.label = widgets.HTML(f"<b>{escape(str(title))}</b>{escape(marker)}")
+        # one label width for every field, so that the inputs line up
+        self.label = widgets.HTML(f"<b>{escape(str(title))}</b>{escape(marker)}", layout={"width": LABEL_WIDTH})
         description = schema.get("description")
         self.help = widgets.HTML(f"<small>{escape(str(description))}</small>" if description else "")
 
