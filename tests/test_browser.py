@@ -395,9 +395,9 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
             "scripts": 0,
             "handlers": 0,
             "links": 0,
-            # every output with a text/html fallback was drawn by our renderers instead; the one HTML output is
-            # the failed connect's stderr block (escaped text in a <pre>, where nothing becomes a link)
-            "fallbacks": 1,
+            # every output with a text/html fallback was drawn by our renderers instead; the two HTML outputs are
+            # the failed connect's line and its stderr block (escaped text in a <pre>, where nothing becomes a link)
+            "fallbacks": 2,
             "embedded": 0,
             "images": [],
         }
