@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from html import escape
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,7 +32,7 @@ from traitlets import Enum, HasTraits
 
 from . import runner
 from .config import Scrubber, ServerConfig
-from .errors import SHOWN_CHARS, McpSessionError, server_words, shown, without_groups
+from .errors import SERVER_TEXT_NOTE, SHOWN_CHARS, McpSessionError, server_words, shown, without_groups
 from .markup import CELL, WRAPPED_CELL
 from .wire import (
     CLOSED,
@@ -104,7 +104,8 @@ class SessionLog:
         detail = self._scrub(detail)  # before cutting, so no part of a secret survives the cut
         if len(detail) > _DETAIL_CHARS:
             detail = detail[:_DETAIL_CHARS] + "…"
-        self._rows.append(LogEntry(datetime.now().astimezone(), event, detail))
+        self._rows.append(LogEntry(datetime.now(UTC), event, detail))  # local time when shown: a stderr flood
+        # adds rows by the thousand, and a time zone lookup per row would slow it down
 
     def __iter__(self) -> Iterator[LogEntry]:
         return iter(tuple(self._rows))
@@ -122,7 +123,8 @@ class SessionLog:
     def to_frame(self) -> Any:
         import pandas as pd
 
-        return pd.DataFrame([(row.time, row.event, row.detail) for row in self], columns=["time", "event", "detail"])
+        rows = [(row.time.astimezone(), row.event, row.detail) for row in self]  # the machine's local time
+        return pd.DataFrame(rows, columns=["time", "event", "detail"])
 
     def __repr__(self) -> str:
         return "\n".join(f"{_clock(row.time)}  {row.event:<12} {row.detail}" for row in self) or "(no events)"
@@ -246,7 +248,7 @@ class _Request:
     ids: list[Any] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)
     scope: anyio.CancelScope | None = None
-    ended: tuple[str, str] | None = None  # (code, message) once abandoned
+    ended: tuple[str, str, str] | None = None  # (code, message, server text) once abandoned
     server_text: str = ""  # the server's own error text in an answer to one of ``ids`` (scrubbed, bounded)
 
 
@@ -614,8 +616,8 @@ class Connection(HasTraits):
                 cancel.release(request)
             if request.ended is None:  # ended without its answer (the SDK gave up on it): the same rule
                 self._forget(request, "the client stopped waiting for it")
-        code, message = request.ended or (CONNECTION_CLOSED, f"Session '{self.name}' lost its connection.")
-        raise self._with_stderr(McpSessionError(code, message))
+        code, message, said = request.ended or (CONNECTION_CLOSED, f"Session '{self.name}' lost its connection.", "")
+        raise self._with_stderr(McpSessionError(code, message, server_text=said))
 
     def _seconds(self, timeout: float | Deadline | None) -> float:
         if isinstance(timeout, Deadline):
@@ -623,14 +625,21 @@ class Connection(HasTraits):
         return self.config.timeout if timeout is None else timeout
 
     def abandon(
-        self, request: _Request, code: str, reason: str, message: str | None = None, *, tell_server: bool = True
+        self,
+        request: _Request,
+        code: str,
+        reason: str,
+        message: str | None = None,
+        *,
+        tell_server: bool = True,
+        server_text: str = "",
     ) -> None:
         """Stop waiting for ``request`` (on the loop): cancel what it sent on the server (telling it ``reason``;
         not when the server already answered, ``tell_server=False``) and end the wait with ``code`` and
         ``message`` (default: the reason)."""
         if request.ended is not None:
             return
-        request.ended = (code, message or reason)
+        request.ended = (code, message or reason, server_text)
         self._forget(request, reason, tell_server=tell_server)
         if request.scope is not None:
             request.scope.cancel()
@@ -655,10 +664,12 @@ class Connection(HasTraits):
     def _request_failed(self, request_id: Any, failure: HttpFailure) -> None:
         """The HTTP transport's report that one request failed (an error status, a bad body, a broken
         stream): that wait ends now with the failure's code; the session stays as it is."""
-        self.log.add(EVENT_ERROR, failure.message)
+        said = f" The server said: {failure.server_text}" if failure.server_text else ""
+        self.log.add(EVENT_ERROR, failure.message + said)  # the log is drawn as text, never linked
         request = self._pending.get(request_id)
         if request is not None:
-            self.abandon(request, failure.code, failure.message, tell_server=not failure.answered)
+            self.abandon(request, failure.code, failure.message, tell_server=not failure.answered,
+                         server_text=failure.server_text)  # fmt: skip
 
     async def _send_cancelled(self, request_id: Any, reason: str) -> None:
         from mcp import types
@@ -787,7 +798,9 @@ def _translate(exc: BaseException, connection: Connection, *, connecting: bool, 
                 )
             return McpSessionError(CONNECTION_CLOSED, f"Server '{name}' closed the connection.{hint}")
         return McpSessionError(
-            PROTOCOL_ERROR, f"Server '{name}' answered with error {code}: {shown(exc.error.message)}"
+            PROTOCOL_ERROR,
+            f"Server '{name}' answered with error {code}. {SERVER_TEXT_NOTE}",
+            server_text=server_words(exc.error.message),
         )
     if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
         # The transport's streams are gone: the server exited or the connection dropped.

@@ -20,6 +20,7 @@ def shown(text: str) -> str:
     return text[:SHOWN_CHARS] + ("…" if len(text) > SHOWN_CHARS else "")
 
 
+SERVER_TEXT_NOTE = "What the server said is kept apart from this message, as its server_text."
 SERVER_TEXT_CHARS = 2_000  # how much of a server's own error text a result keeps to show
 
 

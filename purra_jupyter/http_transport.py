@@ -40,7 +40,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCResponse, RequestId
 
 from .config import ServerConfig, redact_url
-from .errors import shown
+from .errors import SERVER_TEXT_NOTE, server_words, shown
 from .wire import (
     AUTH_REQUIRED,
     CATALOG_LIMIT,
@@ -70,6 +70,7 @@ class Failure:
     code: str
     message: str
     answered: bool
+    server_text: str = ""  # what the server said (an error body, a bad event), kept out of the message
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,8 +249,8 @@ class HttpTransport:
                 elif kind == SSE:
                     await self._stream_answer(response, sent)
                 else:
-                    raise self._failed(PROTOCOL_ERROR, f"answered {sent.method} with content type "
-                                       f"{shown(kind) or 'none'!r}, neither JSON nor an event stream")  # fmt: skip
+                    raise self._failed(PROTOCOL_ERROR, f"answered {sent.method} with a content type that is "
+                                       "neither JSON nor an event stream", server_text=kind or "none")  # fmt: skip
         except _Failed as failed:
             return failed.failure
         except _TooLarge:
@@ -275,20 +276,23 @@ class HttpTransport:
             return False
         said = await self._excerpt(response)
         if status == 404:
-            raise self._failed(PROTOCOL_ERROR, f"has no MCP endpoint at {redact_url(self._url)} ({what}{said})")
+            raise self._failed(PROTOCOL_ERROR, f"has no MCP endpoint at {redact_url(self._url)} ({what})",
+                               server_text=said)  # fmt: skip
         if status in (401, 403):
-            raise self._failed(AUTH_REQUIRED, f"refused {sent.method}: {what}{said}; it wants other "
-                               "credentials (headers such as Authorization)")  # fmt: skip
+            raise self._failed(AUTH_REQUIRED, f"refused {sent.method}: {what}; it wants other "
+                               "credentials (headers such as Authorization)", server_text=said)  # fmt: skip
         if status == 429:
             after = response.headers.get("retry-after")
-            wait = f"it asks to retry after {shown(after)}{' s' if after.strip().isdigit() else ''}" if after else (
-                "it named no Retry-After")  # fmt: skip
-            raise self._failed(RATE_LIMITED, f"is rate limiting: {what} to {sent.method}; {wait}")
+            seconds = after is not None and after.strip().isdigit()
+            wait = f"it asks to retry after {after.strip()} s" if seconds else (
+                "it named a Retry-After" if after else "it named no Retry-After")  # fmt: skip
+            raise self._failed(RATE_LIMITED, f"is rate limiting: {what} to {sent.method}; {wait}",
+                               server_text="" if seconds or after is None else f"Retry-After: {after}")  # fmt: skip
         code = TRANSPORT_ERROR if status >= 500 else PROTOCOL_ERROR
-        raise self._failed(code, f"answered {sent.method} with {what}{said}")
+        raise self._failed(code, f"answered {sent.method} with {what}", server_text=said)
 
     async def _excerpt(self, response: httpx.Response) -> str:
-        """The start of an error status's body, as a message quotes it (empty if it has none)."""
+        """The start of an error status's body, as the server's text (empty if it has none)."""
         body = b""
         try:
             async for chunk in response.aiter_bytes():
@@ -297,8 +301,7 @@ class HttpTransport:
                     break
         except httpx.HTTPError:
             pass
-        text = shown(body[:_BODY_EXCERPT_BYTES].decode("utf-8", "replace"))
-        return f": {self._scrub(text)!r}" if text else ""
+        return server_words(body[:_BODY_EXCERPT_BYTES].decode("utf-8", "replace"))
 
     async def _json_answer(self, response: httpx.Response, sent: _Sent) -> None:
         body = bytearray()
@@ -325,8 +328,8 @@ class HttpTransport:
                     return
                 kind = _content_type(resumed)
                 if kind != SSE:
-                    raise self._failed(PROTOCOL_ERROR, f"resumed the event stream of {sent.method} with content "
-                                       f"type {shown(kind) or 'none'!r}")  # fmt: skip
+                    raise self._failed(PROTOCOL_ERROR, f"resumed the event stream of {sent.method} with another "
+                                       "content type", server_text=kind or "none")  # fmt: skip
                 stream.restart()
                 ended = await self._read_events(resumed, stream, sent)
 
@@ -465,11 +468,12 @@ class HttpTransport:
             self._ended = True
             self._events.session_ended(self._scrub(cause), code)
 
-    def _failure(self, code: str, message: str, *, answered: bool = True) -> Failure:
-        return Failure(code, self._scrub(f"{self._server} {message}."), answered)
+    def _failure(self, code: str, message: str, *, answered: bool = True, server_text: str = "") -> Failure:
+        note = f" {SERVER_TEXT_NOTE}" if server_text else ""
+        return Failure(code, self._scrub(f"{self._server} {message}.{note}"), answered, self._scrub(server_text))
 
-    def _failed(self, code: str, message: str, *, answered: bool = True) -> _Failed:
-        return _Failed(self._failure(code, message, answered=answered))
+    def _failed(self, code: str, message: str, *, answered: bool = True, server_text: str = "") -> _Failed:
+        return _Failed(self._failure(code, message, answered=answered, server_text=server_text))
 
     def _note(self, detail: str) -> None:
         self._events.note(EVENT_ERROR, self._scrub(detail))
@@ -487,8 +491,8 @@ def _parsed(data: bytes, failed: Callable[..., _Failed], what: str) -> JSONRPCMe
     try:
         return JSONRPCMessage.model_validate_json(data)
     except ValueError:
-        excerpt = shown(data[:_BODY_EXCERPT_BYTES].decode("utf-8", "replace"))
-        raise failed(PROTOCOL_ERROR, f"{what} that is not JSON-RPC: {excerpt!r}") from None
+        excerpt = server_words(data[:_BODY_EXCERPT_BYTES].decode("utf-8", "replace"))
+        raise failed(PROTOCOL_ERROR, f"{what} that is not JSON-RPC", server_text=excerpt) from None
 
 
 @asynccontextmanager

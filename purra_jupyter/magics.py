@@ -46,8 +46,9 @@ _MAGIC_WORDS = (
     ("Call refresh() first", "Run %mcp_catalog NAME --refresh first"),
     ("Explore it with raw=True", "Explore it with --raw"),
     ("are kept apart from this message, as its server_text", "are shown above, as text"),
+    ("is kept apart from this message, as its server_text", "is shown above, as text"),
 )
-SERVER_STDERR_LABEL = "the server's last stderr lines (its own words, shown as text)"
+SERVER_STDERR_LABEL = "what the server said (its own words, shown as text)"
 
 
 def in_magic_words(message: str) -> str:

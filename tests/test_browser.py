@@ -355,7 +355,7 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
         browser.screenshot(f"{lab.label}-04d-tool-error-server-text", tool_error)
 
         # URLs from the server (stderr, descriptions, results, errors) are shown, as text: never a link.
-        label = "the server's last stderr lines (its own words, shown as text)"
+        label = "what the server said (its own words, shown as text)"
         stderr_block = browser.cell("url_stderr").locator(".jp-OutputArea-output", has_text=label)
         browser.screenshot(f"{lab.label}-04e-url-on-stderr-as-text", browser.cell("url_stderr"))  # scrolls to it
         expect(stderr_block.locator("small")).to_have_text(label)  # the escaped HTML block, not plain text

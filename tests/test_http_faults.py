@@ -214,10 +214,12 @@ def test_rate_limited_says_when_to_retry_and_status_texts_are_scrubbed(
         assert "retry after 7 s" in result.message, result.message
     with pj.connect(config(server, "status-503", "call")) as session:
         result = session.call("echo", {"text": "fault"}, approve=True)
-        # The server's body quotes the Authorization header it got: shown, scrubbed, the URL redacted.
-        assert "HTTP 503" in result.message and "upstream exploded" in result.message, result.message
-        assert "Authorization: ***" in result.message, result.message
-    assert_clean([result.message, *session_texts(session)], capfd)
+        # The server's body quotes the Authorization header it got: kept apart from the message (which is shown
+        # where URLs become links) as the result's server_text, scrubbed.
+        assert "HTTP 503" in result.message and "upstream exploded" not in result.message, result.message
+        assert "as its server_text" in result.message
+        assert "upstream exploded" in result.server_text and "Authorization: ***" in result.server_text
+    assert_clean([result.message, result.server_text, *session_texts(session)], capfd)
 
 
 # --- faults while connecting, listing and closing --------------------------------------------------------
@@ -331,3 +333,15 @@ def test_interpreter_exit_gives_an_unanswered_delete_the_same_grace(server: Faul
     assert waited < CLOSE_GRACE + SLACK, waited
     assert [e for e in server.events() if e.get("http") == "DELETE" and e["time"] >= since]
     assert "Traceback" not in process.stderr.read().decode()
+
+
+def test_what_a_server_sent_is_kept_apart_from_the_message(server: FaultServer) -> None:
+    """A message is shown where frontends make links of URLs: the server's words (a web page's content type,
+    a body that is not JSON-RPC) travel as ``server_text``, which the kit shows as text."""
+    with pj.connect(config(server, "html", "call")) as session:
+        page = session.call("echo", {"text": "fault"}, approve=True)
+    assert page.error_code == "mcp_protocol_error" and "text/html" not in page.message
+    assert page.server_text.startswith("text/html") and "as its server_text" in page.message
+    with pj.connect(config(server, "not-jsonrpc", "call")) as session:
+        body = session.call("echo", {"text": "fault"}, raw=True, approve=True)
+    assert "that is not JSON-RPC" in body.message and body.server_text and body.server_text not in body.message

@@ -153,7 +153,7 @@ def test_a_failed_connect_keeps_the_servers_stderr_apart_from_its_message(
     result = ip.run_cell(f"%mcp_connect exits -- {command}")
     assert isinstance(result.error_in_exec, pj.McpSessionError)
     shown = capsys.readouterr().out
-    assert "the server's last stderr lines (its own words, shown as text):" in shown
+    assert "what the server said (its own words, shown as text):" in shown
     assert "refusing to initialize" in shown and "are shown above, as text" in str(result.error_in_exec)
 
 
