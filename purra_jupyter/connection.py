@@ -468,8 +468,10 @@ class Connection(HasTraits):
         from mcp import types
 
         await self.monitor.on_message(message)
-        if isinstance(message, Exception):
-            self._fail(f"the server sent a message that is not valid JSON-RPC: {_offending(message)}")
+        if isinstance(message, Exception):  # the line goes to the log (drawn as text), not into the cause
+            if not self._cause:  # the first one ends the session; what follows is its echo
+                self.log.add(EVENT_ERROR, f"the server's line that is not valid JSON-RPC: {_offending(message)}")
+            self._fail("the server sent a message that is not valid JSON-RPC (the line is in the session log)")
         elif isinstance(message, types.ServerNotification) and isinstance(
             message.root, types.ToolListChangedNotification
         ):

@@ -119,7 +119,8 @@ def test_a_non_json_line_fails_the_session_once_and_quietly(
     session = pj.connect(faulty("--fault", "garbage"))
     with pytest.raises(pj.McpSessionError):
         session.ping()
-    assert "this line is not JSON-RPC" in session.cause
+    assert "this line is not JSON-RPC" not in session.cause  # the server's line is in the log, never in a message
+    assert "(the line is in the session log)" in session.cause
     session.close()
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Failed to parse" not in err, err
