@@ -607,8 +607,7 @@ class Connection(HasTraits):
                 return await func(self._client)
         except Exception as exc:
             if request.ended is None:
-                error = self.error(exc, connecting=self.protocol_version is None)
-                raise self._with_stderr(error) from without_groups(exc)
+                raise self.error(exc, connecting=self.protocol_version is None) from without_groups(exc)
         finally:
             timer.cancel()
             _request_var.reset(request_token)
@@ -746,11 +745,13 @@ class Connection(HasTraits):
     def error(
         self, exc: BaseException, *, connecting: bool = False, deadline: Deadline | None = None
     ) -> McpSessionError:
-        """One SDK, transport or purra-mcp failure as a code and a one-line message without secrets."""
+        """One SDK, transport or purra-mcp failure as a code and a one-line message without secrets (and
+        the server's stderr tail, when the message points to it)."""
         if isinstance(exc, McpSessionError):
-            return exc
+            return self._with_stderr(exc)
         error = _translate(runner.leaf_exception(exc), self, connecting=connecting, deadline=deadline)
-        return McpSessionError(error.code, self.scrub(error.message))
+        scrubbed = McpSessionError(error.code, self.scrub(error.message), server_text=self.scrub(error.server_text))
+        return self._with_stderr(scrubbed)
 
 
 def _tool_error_text(result: dict[str, Any]) -> str:

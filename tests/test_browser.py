@@ -65,7 +65,11 @@ XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 XSS_SVG = '"><svg onload=window.__pwned=1>'
 XSS_URI = "javascript:window.__pwned=1"
 URL = "https://evil.example/phish?token=abc"  # in descriptions, results, errors and stderr: never a link
-URL_ON_STDERR = f"import sys; sys.stderr.write('see {URL} for help\\n'); sys.exit(3)"
+# (it lingers a moment: a child that exits within microseconds of its start makes asyncio's child watcher warn
+# "Unknown child process pid" on the kernel's stderr, a race of asyncio's, not of the kit's)
+URL_ON_STDERR = (
+    f"import sys, time; sys.stderr.write('see {URL} for help\\n'); sys.stderr.flush(); time.sleep(0.5); sys.exit(3)"
+)
 
 # The notebook the browser runs, cell by cell. Every cell but "close" runs first; "close" runs after the click.
 CELLS = {
@@ -637,14 +641,31 @@ CONTRAST_JS = """
 """
 
 
+# The theme is applied: its name is set, our colour variables resolve, and the page's background is as dark
+# (or as light) as the theme says; no event tells when a theme's stylesheet took effect.
+THEME_APPLIED_JS = """
+([theme, dark]) => {
+    if (document.body.dataset.jpThemeName !== theme) return false;
+    if (!getComputedStyle(document.body).getPropertyValue('--purra-ok-color').trim()) return false;
+    for (let el = document.querySelector('.jp-Notebook'); el; el = el.parentElement) {
+        const m = getComputedStyle(el).backgroundColor.match(/[\\d.]+/g);
+        if (m && (m.length < 4 || Number(m[3]) > 0.5)) {
+            const mean = (Number(m[0]) + Number(m[1]) + Number(m[2])) / 3;
+            return dark ? mean < 80 : mean > 180;
+        }
+    }
+    return false;
+}
+"""
+
+
 def assert_contrast(browser: Browser, label: str, shots: dict[str, Locator] | None = None) -> None:
     """In the light and the dark theme, every text of ours (a class with ``purra-`` or ``jp-Purra``) has a
     contrast of at least 4.5:1 on its background; a screenshot of the page, and of each of ``shots``, in each
     theme (listed in the test log). Ends in the light theme."""
     for theme, short in (("JupyterLab Dark", "dark"), ("JupyterLab Light", "light")):
         browser.notebook_js("await app.commands.execute('apputils:change-theme', {theme: arg});", theme)
-        browser.page.wait_for_function("(theme) => document.body.dataset.jpThemeName === theme", arg=theme)
-        browser.page.wait_for_timeout(500)  # the theme's stylesheet applied (no event says so)
+        browser.page.wait_for_function(THEME_APPLIED_JS, arg=[theme, short == "dark"], timeout=STEP)
         contrast = browser.page.evaluate(CONTRAST_JS)
         print(f"contrast screenshot: {browser.screenshot(f'{label}-contrast-{short}')}")
         for name, target in (shots or {}).items():
