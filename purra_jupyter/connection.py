@@ -32,7 +32,7 @@ from traitlets import Enum, HasTraits
 
 from . import runner
 from .config import Scrubber, ServerConfig
-from .errors import SERVER_TEXT_NOTE, SHOWN_CHARS, McpSessionError, server_words, shown, without_groups
+from .errors import KEPT_APART, SERVER_TEXT_NOTE, SHOWN_CHARS, McpSessionError, server_words, shown, without_groups
 from .markup import CELL, WRAPPED_CELL
 from .wire import (
     CLOSED,
@@ -68,7 +68,7 @@ STDERR_LINES = 200
 LOG_ROWS = 10_000
 _MAX_LINE_BYTES = 8_192
 _DETAIL_CHARS = 500
-STDERR_NOTE = "The server's last stderr lines are kept apart from this message, as its server_text."
+STDERR_NOTE = f"The server's last stderr lines are {KEPT_APART}."
 STDERR_LINES = 20  # the stderr lines a failure carries
 # While connecting, a failure that names nothing more specific (timeout, credentials, protocol version ...)
 # is a failed connect.

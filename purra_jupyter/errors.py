@@ -20,7 +20,9 @@ def shown(text: str) -> str:
     return text[:SHOWN_CHARS] + ("…" if len(text) > SHOWN_CHARS else "")
 
 
-SERVER_TEXT_NOTE = "What the server said is kept apart from this message, as its server_text."
+# A message is shown where frontends make links of URLs, so it points to the server's words instead of holding them.
+KEPT_APART = "kept apart from this message, as its server_text"
+SERVER_TEXT_NOTE = f"What the server said is {KEPT_APART}."
 SERVER_TEXT_CHARS = 2_000  # how much of a server's own error text a result keeps to show
 
 

@@ -11,7 +11,6 @@ as ``McpSessionError``; either one speaks of magics, not of the Python API.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import shlex
@@ -30,10 +29,10 @@ from traitlets.config import Configurable
 
 from . import runner
 from .config import ServerConfig, load_servers
-from .errors import McpSessionError
+from .errors import KEPT_APART, McpSessionError
 from .markup import pre
 from .session import McpSession, connect, registry
-from .ui.records import LiveOutput, in_kernel
+from .ui.records import TICK_SECONDS, LiveOutput, in_kernel, plain_bundle, redraw_while
 from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS
 
 # The codes of mistakes in what the user wrote; every other code is a failure at run time.
@@ -45,8 +44,7 @@ _MAGIC_WORDS = (
     ("pj.sessions() lists them", "%mcp_sessions lists them"),
     ("Call refresh() first", "Run %mcp_catalog NAME --refresh first"),
     ("Explore it with raw=True", "Explore it with --raw"),
-    ("are kept apart from this message, as its server_text", "are shown above, as text"),
-    ("is kept apart from this message, as its server_text", "is shown above, as text"),
+    (KEPT_APART, "shown above, as text"),
 )
 SERVER_STDERR_LABEL = "what the server said (its own words, shown as text)"
 
@@ -77,9 +75,6 @@ def _one_line_errors() -> Iterator[None]:
         raise McpSessionError(error.code, "purra-mcp refused the operation.") from None
 
 
-TICK_SECONDS = 0.25
-
-
 @contextmanager
 def _connecting_line(config: ServerConfig) -> Iterator[None]:
     """A line that says what is being reached, where, for how long and until when, while ``connect`` holds the
@@ -89,26 +84,21 @@ def _connecting_line(config: ServerConfig) -> Iterator[None]:
         return
     what = f"connecting {config.name} ({config.transport}: {config.target})"
     started = time.monotonic()
+    outcome = ""
 
-    def line(state: str) -> dict[str, str]:
-        text = f"{what} — {state} {time.monotonic() - started:.1f} s (timeout {config.timeout:g} s)"
-        return {"text/plain": text, "text/html": pre(text)}
+    def draw() -> None:
+        output.update(plain_bundle(f"{what} — {outcome or 'waiting'} {time.monotonic() - started:.1f} s "
+                                   f"(timeout {config.timeout:g} s)"))  # fmt: skip
 
-    async def tick() -> None:  # every rewrite on the loop, so the last one is the outcome
-        while not outcome:
-            output.update(line("waiting"))
-            await asyncio.sleep(TICK_SECONDS)
-        output.update(line(outcome[0]))
-
-    outcome: list[str] = []
     output = LiveOutput()
-    output.show(line("waiting"))
-    ticker = runner.submit(tick)
+    output.show(plain_bundle(f"{what} — waiting 0.0 s (timeout {config.timeout:g} s)"))
+    ticker = runner.submit(redraw_while, lambda: not outcome, draw)
+    connected = False
     try:
         yield
-        outcome.append("connected in")
+        connected = True
     finally:
-        outcome.append("failed after")
+        outcome = "connected in" if connected else "failed after"
         with suppress(Exception):
             ticker.result(timeout=2 * TICK_SECONDS + 1)
 
@@ -227,8 +217,7 @@ class McpMagics(Magics, Configurable):
                     expect_digest=args.expect_digest,
                 )
         display(session.status_widget())
-        summary = f"{session.catalog.summary} — %mcp_catalog {session.name} shows the tools"
-        display({"text/plain": summary, "text/html": pre(summary)}, raw=True)
+        display(plain_bundle(f"{session.catalog.summary} — %mcp_catalog {session.name} shows the tools"), raw=True)
         return session
 
     def _config(self, args: Any, command: list[str]) -> ServerConfig:

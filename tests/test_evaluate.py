@@ -269,6 +269,7 @@ def test_stop_on_a_running_batch_keeps_finished_rows_and_sends_nothing_more(demo
     assert pending.widget.cancel_button.description == "Stop" and pending.widget.cancel_button.disabled
     pending.widget.approve_button.click()
     wait_until(lambda: pending.job.sent == 4 and pending.job.finished == 2, what="two rows done, two in flight")
+    wait_until(lambda: demo.stderr.count("sleep: 30 s") == 2, what="the server to start both slow rows")
     assert not pending.widget.cancel_button.disabled
     pending.widget.cancel_button.click()
     wait_until(lambda: pending.state == "done", timeout=10, what="the stopped batch to settle")

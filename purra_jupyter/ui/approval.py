@@ -9,7 +9,6 @@ output is rewritten to the call's record (``records``), which the saved notebook
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from html import escape
@@ -22,10 +21,18 @@ from .. import runner
 from ..calls import Call
 from ..markup import WARN_COLOR, key_value_table, pre
 from ..wire import RUNNING
-from .records import SETTLED, TEXT_HTML, TEXT_PLAIN, LiveOutput, record_bundle, short_digest, state_word
+from .records import (
+    SETTLED,
+    TEXT_HTML,
+    TEXT_PLAIN,
+    LiveOutput,
+    record_bundle,
+    redraw_while,
+    short_digest,
+    state_word,
+)
 
 HINTS_LABEL = "server hints — grant no authority"
-TICK_SECONDS = 0.5
 
 
 class PendingCall(Call):
@@ -111,15 +118,15 @@ class ApprovalWidget(widgets.VBox):
         self.cancel_button.disabled = change["new"] != RUNNING
         if change["new"] == RUNNING:
             self._started = time.monotonic()
-            runner.submit(self._tick)
+            runner.submit(redraw_while, lambda: self._call.state == RUNNING, self._draw_status)
 
-    async def _tick(self) -> None:
-        """While the call runs: its elapsed time, twice a second (on the loop, no thread of its own)."""
-        limit = f" (timeout {self._call.job.timeout:g} s)" if hasattr(self._call.job, "timeout") else ""
-        while self._call.state == RUNNING:
-            elapsed = time.monotonic() - self._started
-            self.status.value = _status_html(self._call, f" {elapsed:.1f} s{limit}")
-            await asyncio.sleep(TICK_SECONDS)
+    def _draw_status(self) -> None:
+        """The state's word; while running, with the time it has run (and its timeout)."""
+        running = ""
+        if self._call.state == RUNNING:
+            limit = f" (timeout {self._call.job.timeout:g} s)" if hasattr(self._call.job, "timeout") else ""
+            running = f" {time.monotonic() - self._started:.1f} s{limit}"
+        self.status.value = _status_html(self._call, running)
 
 
 def _status_html(call: Call, running: str = "") -> str:

@@ -19,9 +19,9 @@ from IPython.display import display
 
 from ..calls import argument_checker
 from ..catalog import ToolVerdict
-from ..markup import ERROR_COLOR, pre
+from ..markup import ERROR_COLOR
 from .approval import PendingCall
-from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput, bundle_of
+from .records import LiveOutput, bundle_of, plain_bundle
 
 UNSET_LABEL = "(not set)"
 LABEL_WIDTH = "12em"
@@ -395,10 +395,9 @@ class ToolForm(SchemaForm):
     def _ipython_display_(self) -> None:
         path = "a raw call (JSON editor)" if self.raw else "a PurrA read call"
         bundle = dict(self._repr_mimebundle_() or {})
-        bundle[TEXT_PLAIN] = f"argument form for {self.tool.name}: {path}; it needs a running kernel"
-        bundle[TEXT_HTML] = pre(bundle[TEXT_PLAIN])
+        bundle.update(plain_bundle(f"argument form for {self.tool.name}: {path}; it needs a running kernel"))
         display(bundle, raw=True)
-        self.reviewed.show({TEXT_PLAIN: "no call reviewed yet", TEXT_HTML: pre("no call reviewed yet")})
+        self.reviewed.show(plain_bundle("no call reviewed yet"))
 
 
 def tool_form(tool: ToolVerdict, *, limits: Any, review: Callable[[dict[str, Any], bool], Any]) -> ToolForm:

@@ -8,9 +8,11 @@ extension) that needs neither a kernel nor widget state to be read.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import uuid
+from collections.abc import Callable
 from html import escape
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +30,7 @@ SETTLED = (DONE, DENIED, VOID)
 DIGEST_SHOWN = 12  # hex digits of a digest shown; the full one is in the title and the data
 TEXT_PLAIN = "text/plain"
 TEXT_HTML = "text/html"
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+TICK_SECONDS = 0.25  # how often a live line (elapsed time) is redrawn
 _OUR_MIMES = (ENVELOPE_MIME, RAW_RESULT_MIME)
 
 
@@ -56,6 +58,20 @@ class LiveOutput:
         kernel uses the message it handles now, which is what a notebook runner (nbclient) listens to."""
         if self.shown:
             contextvars.Context().run(update_display, bundle, raw=True, display_id=self.display_id)
+
+
+async def redraw_while(running: Callable[[], bool], draw: Callable[[], None]) -> None:
+    """``draw()`` every ``TICK_SECONDS`` while ``running()``, then once more (on the loop, no thread of its
+    own; every draw on one thread, so the last one shows how it ended)."""
+    while running():
+        draw()
+        await asyncio.sleep(TICK_SECONDS)
+    draw()
+
+
+def plain_bundle(text: str) -> dict[str, str]:
+    """A line or block of our own text: plain, and as an escaped monospace block for HTML readers."""
+    return {TEXT_PLAIN: text, TEXT_HTML: pre(text)}
 
 
 def bundle_of(item: Any) -> dict[str, Any]:
@@ -104,36 +120,29 @@ def decision_data(call: Call) -> dict[str, Any]:
     }
 
 
-def decision_line(call: Call) -> str:
-    """The record's first line, e.g. ``approved (approved by a click) at 15:40:02 · demo/greet · ...``."""
-    data = decision_data(call)
-    at = call.decision.at.strftime("%Y-%m-%d %H:%M:%S") if call.decision else ""
-    return (
-        f"{data['state']} ({data['how']}) at {at} · {data['server']}/{data['tool']} · "
-        f"arguments digest {short_digest(call.arguments_digest)}"
-    )
-
-
-def decision_html(call: Call) -> str:
-    data = decision_data(call)
-    at = call.decision.at.strftime("%Y-%m-%d %H:%M:%S") if call.decision else ""
+def _decision_head(call: Call, data: dict[str, Any]) -> dict[str, str]:
+    """The record's first line, e.g. ``approved (approved by a click) at 2026-12-01 15:40:02 · demo/greet ·
+    arguments digest 1a2b…``, and its HTML with the arguments folded below."""
+    at = data["at"].replace("T", " ")[:19]
+    digest = short_digest(call.arguments_digest)
     label, shown = call.job.shown_arguments
     arguments = json.dumps(shown, indent=2, ensure_ascii=False)
-    return (
+    html = (
         f"<div class='purra-decision' style='text-align:left'><b>{escape(data['state'])}</b> "
         f"({escape(data['how'])}) at {escape(at)} · {escape(data['server'])}/<code>{escape(data['tool'])}</code>"
-        f" · arguments digest <code title='{escape(call.arguments_digest, quote=True)}'>"
-        f"{escape(short_digest(call.arguments_digest))}</code>"
+        f" · arguments digest <code title='{escape(call.arguments_digest, quote=True)}'>{escape(digest)}</code>"
         f"<details><summary>{escape(label)}</summary>{pre(arguments)}</details></div>"
     )
+    text = f"{data['state']} ({data['how']}) at {at} · {data['server']}/{data['tool']} · arguments digest {digest}"
+    return {TEXT_HTML: html, TEXT_PLAIN: text}
 
 
 def record_bundle(call: Call) -> dict[str, Any]:
     """The static record of a settled call: its decision, then the full bundle of what it showed."""
+    data = decision_data(call)
     bundles = [bundle_of(item) for item in call.job.shown(call.result)]
     for bundle in bundles:
         for mime in _OUR_MIMES:
             if mime in bundle:
-                bundle[mime] = {**bundle[mime], "decision": decision_data(call)}
-    head = {TEXT_HTML: decision_html(call), TEXT_PLAIN: decision_line(call)}
-    return combined([head, *bundles])
+                bundle[mime] = {**bundle[mime], "decision": data}
+    return combined([_decision_head(call, data), *bundles])
