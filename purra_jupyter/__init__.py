@@ -8,6 +8,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from .bindings import allow_any_scope
 from .config import ServerConfig, load_servers
 from .errors import McpSessionError
 from .session import McpSession, connect, sessions
@@ -30,6 +31,7 @@ __all__ = [
     "McpSessionError",
     "ServerConfig",
     "__version__",
+    "allow_any_scope",
     "connect",
     "load_servers",
     "sessions",

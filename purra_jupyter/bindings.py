@@ -1,8 +1,10 @@
-"""The current catalog and the read bindings made from it, through purra-mcp's ``discover_mcp_tools``.
+"""The current catalog and the bindings made from it: read tools through purra-mcp's ``discover_mcp_tools``,
+write tools (PurrA's ``confirm`` policy) through its ``discover_mcp_write_tools``.
 
 ``Bindings`` is the one owner of that state: it changes on the loop, one change at a time (bind, unbind,
 refresh, the binding a call declares), and readers on any thread get a consistent snapshot. Each change
-ends within one total deadline, the session's timeout.
+ends within one total deadline, the session's timeout. A change to the writes discovers the writes again
+(their snapshot's digest is what each write's approval binding carries); the reads are left as they are.
 """
 
 from __future__ import annotations
@@ -16,17 +18,35 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from traitlets import HasTraits, Int
 
-from .catalog import Catalog, build_catalog, default_local_name
+from .catalog import EFFECTS, READ, Catalog, build_catalog, default_local_name, digest_of, write_hint
 from .connection import Connection, Deadline
 from .errors import HostCodeError, McpSessionError
 from .markup import key_value_table
-from .wire import BINDING_INVALID, BINDING_MISSING, CATALOG_STALE, EVENT_BIND, STALE
+from .wire import BINDING_INVALID, BINDING_MISSING, CATALOG_STALE, EVENT_BIND, NAME_CONFLICT, NOT_READ_ONLY, STALE
 
 if TYPE_CHECKING:
     from mcp import ClientSession
-    from purra_mcp import McpToolBinding, McpToolCatalog, McpToolLimits
+    from purra_mcp import McpToolBinding, McpToolCatalog, McpToolLimits, McpWriteToolBinding
+
+    Binding = McpToolBinding | McpWriteToolBinding
 
 MAX_TIMEOUT_MS = 300_000
+DEFAULT_SCOPE_REVISION = "1"
+
+
+async def allow_any_scope(state: Any, arguments: Any, signal: Any = None) -> None:
+    """A scope validator that accepts every call: for a person who means to check no scope. Binding a write
+    with it is logged. Async, as purra-mcp awaits a validator: a host can pass it to purra-mcp as it is."""
+    return None
+
+
+def effect_of(binding: Binding) -> str:
+    """``read``, ``write`` or ``destructive``: the risk level of the binding's policy."""
+    return str(binding.policy.risk_level.value)
+
+
+def is_write(binding: Binding) -> bool:
+    return effect_of(binding) != READ
 
 
 class BindingEntry(dict):
@@ -34,7 +54,7 @@ class BindingEntry(dict):
 
     def _rows(self) -> list[tuple[str, str]]:
         policy = self.get("policy") or {}
-        return [
+        rows = [
             ("tool", str(self.get("remoteName"))),
             ("local name", str(self.get("localName"))),
             ("title", str(policy.get("title", ""))),
@@ -42,6 +62,13 @@ class BindingEntry(dict):
             ("risk", str(getattr(policy.get("riskLevel"), "value", policy.get("riskLevel")))),
             ("concurrency safe", "yes" if self.get("concurrencySafe") else "no"),
         ]
+        identity = self.get("authorization")
+        if identity:
+            rows += [
+                ("binding", f"{identity['bindingId']} (revision {identity['bindingRevision']})"),
+                ("scope", f"{identity['scopeId']} (revision {identity['scopeRevision']})"),
+            ]
+        return rows
 
     def __repr__(self) -> str:
         return "BindingEntry " + ", ".join(f"{key}: {value}" for key, value in self._rows())
@@ -52,38 +79,97 @@ class BindingEntry(dict):
 
 @dataclass(frozen=True)
 class _State:
-    catalog: Catalog  # its tools carry ``bound_as``
-    bindings: Mapping[str, McpToolBinding] = field(default_factory=dict)  # by remote name
-    found: McpToolCatalog | None = None  # purra-mcp's snapshot and registrations for ``bindings``
+    catalog: Catalog  # its tools carry ``bound_as`` and ``bound_effect``
+    bindings: Mapping[str, Binding] = field(default_factory=dict)  # by remote name, reads and writes
+    reads: McpToolCatalog | None = None  # purra-mcp's snapshot and registrations of the read bindings
+    writes: McpToolCatalog | None = None  # ... and of the write bindings (schemaVersion 2)
+
+    def found(self, writing: bool) -> McpToolCatalog | None:
+        return self.writes if writing else self.reads
+
+    def of_kind(self, writing: bool) -> dict[str, Binding]:
+        return {remote: binding for remote, binding in self.bindings.items() if is_write(binding) == writing}
+
+
+@dataclass(frozen=True)
+class WriteIdentity:
+    """What a write binding's approvals are bound to (purra's approval binding, without the effect)."""
+
+    binding_id: str
+    binding_revision: str
+    scope_id: str
+    scope_revision: str
+
+
+@dataclass(frozen=True)
+class WriteTerms:
+    """A write binding as an approval of its call covers it: the effect, the declared identity, and the digest
+    of the write snapshot, which purra puts in the registration's approval binding as its ``bindingRevision``."""
+
+    effect: str
+    identity: WriteIdentity
+    digest: str
+
+    def rows(self) -> tuple[tuple[str, str], ...]:
+        identity = self.identity
+        return (
+            ("effect", self.effect),
+            ("binding", f"{identity.binding_id} (revision {identity.binding_revision})"),
+            ("write catalog digest", self.digest),
+            ("scope", f"{identity.scope_id} (revision {identity.scope_revision})"),
+        )
 
 
 def make_binding(
     remote: str,
     *,
+    effect: str = READ,
     local_name: str | None = None,
     title: str | None = None,
     scope_validator: Callable[..., Any] | None = None,
     concurrency_safe: bool = False,
-) -> McpToolBinding:
-    """A purra-mcp read binding. ``scope_validator(state, arguments, signal)`` may be sync or async; if it
-    raises, the call settles with ``mcp_host_error`` (the host's code failed, not the server)."""
+    identity: WriteIdentity | None = None,
+) -> Binding:
+    """A purra-mcp binding: a read tool, or (``effect`` write or destructive, with ``identity``) a write under
+    PurrA's confirm policy. ``scope_validator(state, arguments, signal)`` may be sync or async and returns a
+    non-empty string to deny; if it raises, the call settles with ``mcp_host_error`` (the host's code failed,
+    not the server). A write needs one (``allow_any_scope`` when no scope is to be checked)."""
     from purra.contracts import ToolPolicy
-    from purra_mcp import McpAdapterError, McpToolBinding
+    from purra_mcp import McpAdapterError, McpToolBinding, McpWriteToolBinding
 
+    local = local_name or default_local_name(remote)
+    if effect not in EFFECTS:
+        raise McpSessionError(BINDING_INVALID, f"effect must be one of {', '.join(EFFECTS)}, not {effect!r}.")
+    if effect != READ and not callable(scope_validator):
+        raise McpSessionError(
+            BINDING_INVALID,
+            f"Binding '{remote}' as a {effect} tool needs a scope_validator: a function (state, arguments, signal) "
+            "returning a denial message or None. Pass pj.allow_any_scope to check no scope (logged).",
+        )
+    if effect != READ and concurrency_safe:
+        raise McpSessionError(BINDING_INVALID, f"A {effect} tool is never concurrency-safe: bind '{remote}' without.")
     validator = _guarded_validator(scope_validator) if callable(scope_validator) else scope_validator
     try:
-        return McpToolBinding(
-            local_name or default_local_name(remote),
-            ToolPolicy(mode="read", title=title or remote, risk_level="read"),
+        policy = ToolPolicy(mode="read" if effect == READ else "confirm", title=title or remote, risk_level=effect)
+        if effect == READ:
+            return McpToolBinding(local, policy, validator, concurrency_safe)
+        assert identity is not None
+        return McpWriteToolBinding(
+            local,
+            policy,
             validator,
-            concurrency_safe,
+            identity.binding_id,
+            identity.binding_revision,
+            identity.scope_id,
+            identity.scope_revision,
+            effect,
         )
     except (McpAdapterError, ValueError, TypeError):
         raise McpSessionError(
             BINDING_INVALID,
-            f"Cannot bind '{remote}' as {local_name or default_local_name(remote)!r}: local names are "
-            "1 to 64 letters, digits or '_' not starting with a digit, the title non-empty, and the "
-            "scope validator callable.",
+            f"Cannot bind '{remote}' as {local!r}: local names are 1 to 64 letters, digits or '_' not starting "
+            "with a digit, the title non-empty, the scope validator callable, and a write's binding and scope "
+            "ids and revisions non-empty text of at most 1024 characters without spaces around them.",
         ) from None
 
 
@@ -112,7 +198,7 @@ def _with_longest_timeout(limits: McpToolLimits) -> McpToolLimits:
 
 
 class Bindings(HasTraits):
-    """The catalog as last listed and the read bindings, for one connection."""
+    """The catalog as last listed and the read and write bindings, for one connection."""
 
     count = Int(0, help="how many tools are bound (changes with bind, unbind and refresh)")
 
@@ -131,20 +217,26 @@ class Bindings(HasTraits):
 
     @property
     def snapshot(self) -> dict[str, Any] | None:
-        """purra-mcp's snapshot of the read bindings; ``None`` until a tool is bound."""
-        found = self._state.found
-        return found.snapshot.to_mapping() if found is not None else None
+        """purra-mcp's snapshot of the read bindings; ``None`` until a read tool is bound."""
+        return _mapping(self._state.reads)
 
-    def binding(self, remote: str) -> McpToolBinding | None:
+    @property
+    def write_snapshot(self) -> dict[str, Any] | None:
+        """purra-mcp's snapshot of the write bindings (``schemaVersion`` 2); ``None`` until a write is bound."""
+        return _mapping(self._state.writes)
+
+    def binding(self, remote: str) -> Binding | None:
         return self._state.bindings.get(remote)
+
+    def effect(self, remote: str) -> str | None:
+        """What ``remote`` is bound as (read, write, destructive); ``None`` when unbound."""
+        binding = self.binding(remote)
+        return effect_of(binding) if binding is not None else None
 
     def local_name(self, remote: str) -> str:
         """The binding's local name, or the one binding ``remote`` would give it."""
         binding = self.binding(remote)
         return binding.local_name if binding is not None else default_local_name(remote)
-
-    def local_names(self) -> list[str]:
-        return [binding.local_name for binding in self._state.bindings.values()]
 
     def remote_name(self, name: str) -> str:
         """The remote name of a local or remote ``name``; ``mcp_binding_missing`` if there is none."""
@@ -160,38 +252,90 @@ class Bindings(HasTraits):
         )
 
     def registration(self, remote: str) -> Any:
-        """purra-mcp's registration (schema, policy, handler) of the bound tool ``remote``."""
+        """purra-mcp's registration (schema, policy, handler, approval binding) of the bound tool ``remote``."""
         state = self._state
-        local = state.bindings[remote].local_name
-        assert state.found is not None
-        return next(r for r in state.found.registrations if r.schema.name == local)
+        binding = state.bindings[remote]
+        found = state.found(is_write(binding))
+        assert found is not None
+        return next(r for r in found.registrations if r.schema.name == binding.local_name)
+
+    def write_terms(self, remote: str) -> WriteTerms | None:
+        """What an approval of a call of the bound write ``remote`` covers beyond the call itself (``None`` for
+        reads and unbound tools): a PurrA host checks the same approval binding before it runs."""
+        binding = self.binding(remote)
+        writes = self._state.writes
+        if binding is None or not is_write(binding) or writes is None:
+            return None
+        identity = WriteIdentity(binding.binding_id, binding.binding_revision, binding.scope_id, binding.scope_revision)
+        return WriteTerms(effect_of(binding), identity, writes.snapshot.revision_digest)
+
+    def check_read_declaration(self, remote: str, *, assume_read_only: bool = False) -> str:
+        """Refuse (``mcp_not_read_only``) declaring ``remote`` a read tool when its server says it is not;
+        with ``assume_read_only`` the declaration stands, and the note returned is logged with it."""
+        hint = write_hint(self.catalog[remote].annotations) if remote in self.catalog else None
+        if hint is None:
+            return ""
+        if assume_read_only:
+            return f" although its server marks it {hint} (assume_read_only=True)"
+        name = self.connection.name
+        raise McpSessionError(
+            NOT_READ_ONLY,
+            f"'{remote}' cannot be declared a PurrA read tool: its server marks it {hint}. Bind it as a write: "
+            f"s.bind({remote!r}, effect='write' or 'destructive', scope_validator=...) (%mcp_bind {name} {remote} "
+            f"--write); or, if you know it only reads, s.bind({remote!r}, assume_read_only=True) (logged).",
+        )
+
+    def default_identity(self, remote: str, local: str) -> WriteIdentity:
+        """The identity a write binding gets when none is given: binding id ``SESSION/TOOL``, binding revision
+        the digest of the tool as listed (a new definition, a new revision), scope id the session's name,
+        scope revision ``1``."""
+        revision = digest_of([self.catalog[remote]]) if remote in self.catalog else DEFAULT_SCOPE_REVISION
+        return WriteIdentity(f"{self.connection.name}/{local}", revision, self.connection.name, DEFAULT_SCOPE_REVISION)
 
     # --- changing (each one request on the loop, within the session's timeout) ----------------
 
-    def bind(self, remote: str, **options: Any) -> dict[str, Any]:
-        """Bind ``remote`` as a read tool through purra-mcp with every current binding; returns its entry.
-        ``options`` are ``make_binding``'s."""
+    def bind(
+        self,
+        remote: str,
+        *,
+        effect: str = READ,
+        assume_read_only: bool = False,
+        identity: Mapping[str, str | None] | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """Bind ``remote`` through purra-mcp with every current binding of its kind; returns its entry.
+        ``identity`` holds a write's ``binding_id, binding_revision, scope_id, scope_revision`` (each left out
+        or ``None`` takes ``default_identity``'s); ``options`` are ``make_binding``'s."""
         self._check_current()
-        if remote in self._state.bindings:
-            raise McpSessionError(
-                BINDING_INVALID,
-                f"'{remote}' is already bound as '{self._state.bindings[remote].local_name}'; unbind it first.",
-            )
-        binding = make_binding(remote, **options)
+        local = options.get("local_name") or default_local_name(remote)
+        self._check_free(remote, local)
+        note = ""
+        if effect == READ:
+            note = self.check_read_declaration(remote, assume_read_only=assume_read_only)
+        elif options.get("scope_validator") is allow_any_scope:
+            note = " with pj.allow_any_scope: no scope is checked"
+        written = None
+        if effect != READ:
+            given = {key: value for key, value in (identity or {}).items() if value is not None}
+            written = replace(self.default_identity(remote, local), **given)
+        binding = make_binding(remote, effect=effect, identity=written, **options)
         try:
             return self.connection.request(
-                lambda client: self.add(client, remote, binding), timeout=self._deadline(f"binding '{remote}'")
+                lambda client: self.add(client, remote, binding, note), timeout=self._deadline(f"binding '{remote}'")
             )
         except McpSessionError as error:
             raise self.explained(remote, error) from error
 
-    async def add(self, client: ClientSession, remote: str, binding: McpToolBinding) -> dict[str, Any]:
-        """Add ``binding`` through purra-mcp with every current binding (on the loop); returns its entry."""
+    async def add(self, client: ClientSession, remote: str, binding: Binding, note: str = "") -> dict[str, Any]:
+        """Add ``binding`` through purra-mcp with every current binding of its kind (on the loop); returns its
+        entry. ``note`` is logged with it."""
         async with self._lock():
-            bindings = {**self._state.bindings, remote: binding}
-            found = await self._discover(client, bindings)
-            self._install(replace(self._state, bindings=bindings, found=found))
-        self.connection.log.add(EVENT_BIND, f"bound {remote} as read tool {binding.local_name}")
+            state = replace(self._state, bindings={**self._state.bindings, remote: binding})
+            state = await self._discovered(client, state, [is_write(binding)])
+            self._install(state)
+        self.connection.log.add(EVENT_BIND, f"bound {remote} as {effect_of(binding)} tool {binding.local_name}{note}")
+        found = state.found(is_write(binding))
+        assert found is not None
         entries = found.snapshot.to_mapping()["entries"]
         return BindingEntry(next(entry for entry in entries if entry["remoteName"] == remote))
 
@@ -201,16 +345,20 @@ class Bindings(HasTraits):
         if remote is None:
             raise McpSessionError(BINDING_MISSING, f"No tool is bound as '{name}' on '{self.connection.name}'.")
         self.connection.check_usable()
+        effect = self.effect(remote)
         self.connection.request(lambda client: self._remove(client, remote), timeout=self._deadline("unbinding"))
-        self.connection.log.add(EVENT_BIND, f"unbound {remote} ({name})")
+        self.connection.log.add(EVENT_BIND, f"unbound {remote} ({name}, {effect})")
 
     async def _remove(self, client: ClientSession, remote: str) -> None:
         async with self._lock():
+            writing = is_write(self._state.bindings[remote])
             bindings = {r: b for r, b in self._state.bindings.items() if r != remote}
-            # A stale catalog cannot be discovered again; what is left is re-bound by the next refresh.
-            current = bindings and self.connection.state != STALE
-            found = await self._discover(client, bindings) if current else None
-            self._install(replace(self._state, bindings=bindings, found=found))
+            state = replace(self._state, bindings=bindings)
+            if self.connection.state == STALE:  # a stale catalog cannot be discovered: the next refresh re-binds
+                state = replace(state, **{"writes" if writing else "reads": None})
+            else:
+                state = await self._discovered(client, state, [writing])
+            self._install(state)
 
     def refresh(self) -> Catalog:
         """List again (after ``tools/list_changed``); keep the bindings that still hold, drop the others."""
@@ -223,19 +371,32 @@ class Bindings(HasTraits):
             before = self._state.bindings
             keep = {r: b for r, b in before.items() if r in catalog and catalog[r].callable}
             dropped = sorted(set(before) - set(keep))
-            found = await self._discover(client, keep) if keep else None
-            self._install(_State(catalog, keep, found), dropped)
+            state = await self._discovered(client, _State(catalog, keep), [False, True])
+            self._install(state, dropped)
             self.connection.mark_current(catalog.revision)
         for remote in dropped:
             why = "; ".join(catalog[remote].reasons) if remote in catalog else "the server no longer lists it"
-            self.connection.log.add(EVENT_BIND, f"dropped the binding of {remote}: {why}")
+            kind = effect_of(before[remote])
+            self.connection.log.add(
+                EVENT_BIND, f"dropped the binding of {remote} (a {kind} tool, {before[remote].local_name}): {why}"
+            )
         return self.catalog
 
-    async def _discover(self, client: ClientSession, bindings: Mapping[str, McpToolBinding]) -> McpToolCatalog:
-        from purra_mcp import discover_mcp_tools
+    async def _discovered(self, client: ClientSession, state: _State, kinds: Iterable[bool]) -> _State:
+        """``state`` with purra-mcp's catalogs of the given kinds (``False`` reads, ``True`` writes) found anew."""
+        found = {}
+        for writing in kinds:
+            bindings = state.of_kind(writing)
+            found_now = await self._discover(client, bindings, writing) if bindings else None
+            found["writes" if writing else "reads"] = found_now
+        return replace(state, **found)
+
+    async def _discover(self, client: ClientSession, bindings: Mapping[str, Binding], writing: bool) -> McpToolCatalog:
+        from purra_mcp import discover_mcp_tools, discover_mcp_write_tools
 
         connection = self.connection
-        return await discover_mcp_tools(
+        discover = discover_mcp_write_tools if writing else discover_mcp_tools
+        return await discover(
             client, connection.name, dict(bindings), monitor=connection.monitor, limits=call_limits(connection.limits)
         )
 
@@ -245,8 +406,8 @@ class Bindings(HasTraits):
         return self._changing
 
     def _install(self, state: _State, dropped: Iterable[str] = ()) -> None:
-        names = {remote: binding.local_name for remote, binding in state.bindings.items()}
-        self._state = replace(state, catalog=state.catalog.with_bindings(names, dropped))
+        bound = {remote: (binding.local_name, effect_of(binding)) for remote, binding in state.bindings.items()}
+        self._state = replace(state, catalog=state.catalog.with_bindings(bound, dropped))
         self.count = len(state.bindings)
 
     def _deadline(self, doing: str) -> Deadline:
@@ -262,6 +423,19 @@ class Bindings(HasTraits):
                 f"(or %mcp_catalog {connection.name} --refresh).",
             )
 
+    def _check_free(self, remote: str, local: str) -> None:
+        """One binding per tool, one tool per local name (reads and writes share the names a host registers)."""
+        for bound, binding in self._state.bindings.items():
+            if bound == remote:
+                raise McpSessionError(
+                    BINDING_INVALID,
+                    f"'{remote}' is already bound as {effect_of(binding)} tool '{binding.local_name}'; unbind it first",
+                )
+            if binding.local_name == local:
+                raise McpSessionError(
+                    NAME_CONFLICT, f"The local name '{local}' is already the binding of '{bound}'; choose another."
+                )
+
     def explained(self, remote: str, error: McpSessionError) -> McpSessionError:
         """purra-mcp's code, with the tool's reasons (or a plain sentence) as the message."""
         catalog = self.catalog
@@ -273,8 +447,12 @@ class Bindings(HasTraits):
             return McpSessionError(error.code, f"Cannot bind '{remote}': {catalog.note or error.message}")
         if remote in catalog and catalog[remote].reasons:
             reasons = "; ".join(catalog[remote].reasons)
-            return McpSessionError(error.code, f"Cannot bind '{remote}' as a PurrA read tool: {reasons}")
+            return McpSessionError(error.code, f"Cannot bind '{remote}' as a PurrA tool: {reasons}")
         return error
 
 
-__all__ = ["Bindings", "call_limits", "make_binding"]
+def _mapping(found: McpToolCatalog | None) -> dict[str, Any] | None:
+    return found.snapshot.to_mapping() if found is not None else None
+
+
+__all__ = ["Bindings", "WriteIdentity", "WriteTerms", "allow_any_scope", "call_limits", "make_binding"]

@@ -16,6 +16,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,8 +26,8 @@ from traitlets import Any as AnyTrait
 from traitlets import Enum, HasTraits
 
 from . import runner
-from .bindings import Bindings, make_binding
-from .catalog import ToolVerdict
+from .bindings import Bindings, WriteTerms, make_binding
+from .catalog import READ, ToolVerdict
 from .config import check_timeout
 from .connection import CancelToken, Connection
 from .envelope import Envelope, RawResult
@@ -35,6 +36,7 @@ from .purra_adapter import canonical_json, json_bytes, remote_contract
 from .wire import (
     APPROVAL_DENIED,
     CALL_STATES,
+    CANCELED,
     CATALOG_STALE,
     CLOSED,
     CONFIG_INVALID,
@@ -48,6 +50,7 @@ from .wire import (
     HOST_ERROR,
     INTERRUPTED,
     INVALID_ARGUMENTS,
+    NOT_STARTED,
     PENDING,
     PROTOCOL_ERROR,
     RESULT_INVALID,
@@ -55,6 +58,7 @@ from .wire import (
     RUNNING,
     STALE,
     TOOL_ERROR,
+    UNKNOWN,
     VOID,
 )
 
@@ -63,12 +67,15 @@ if TYPE_CHECKING:
 
 EMPTY_ENVELOPE = '{"text":[],"structured":null}'  # purra-mcp's envelope on every failure
 Result = Envelope | RawResult
+STOP_SECONDS = 10.0  # after an interrupt, how long the kernel waits for a write (or a batch's rows) in flight
+MAY_HAVE_HAPPENED = "the kit stopped waiting after the call was sent (a timeout, an interrupt or Cancel)"
 
 
 @dataclass(frozen=True, slots=True)
 class CallPlan:
     """One call, resolved and checked, not yet sent. ``arguments`` is a private JSON copy; ``revision`` the
-    catalog revision it was planned against (an approval covers that revision only)."""
+    catalog revision it was planned against and ``write`` the write binding's terms then (an approval covers
+    those only)."""
 
     connection: Connection
     bindings: Bindings
@@ -77,6 +84,16 @@ class CallPlan:
     raw: bool
     timeout: float
     revision: int
+    write: WriteTerms | None = None
+
+    @property
+    def effect(self) -> str:
+        """What the call may do as declared: ``read`` (also for an unbound tool), ``write`` or ``destructive``."""
+        return self.write.effect if self.write is not None else READ
+
+    def still_covered(self) -> bool:
+        """Whether the tool is still bound as it was when the call was planned (a write's terms unchanged)."""
+        return self.bindings.write_terms(self.remote) == self.write
 
     @property
     def local(self) -> str:
@@ -94,12 +111,17 @@ class CallPlan:
             return None
         return f"bind {self.remote} as read tool {self.local}"
 
-    def fail(self, code: str, message: str, elapsed_ms: float = 0.0, server_text: str = "") -> Result:
+    def fail(
+        self, code: str, message: str, elapsed_ms: float = 0.0, server_text: str = "", effect_state: str = NOT_STARTED
+    ) -> Result:
         server = self.connection.name
         if self.raw:
             return RawResult(server, self.remote, error_code=code, elapsed_ms=elapsed_ms, message=message,
                              server_text=server_text)  # fmt: skip
-        return Envelope(server, self.local, EMPTY_ENVELOPE, code, elapsed_ms, message, server_text=server_text)
+        return Envelope(
+            server, self.local, EMPTY_ENVELOPE, code, elapsed_ms, message, server_text=server_text,
+            effect_state=effect_state,
+        )  # fmt: skip
 
     # --- what a decision needs (a batch offers the same; see ``Call``) -------------------------------
 
@@ -115,14 +137,15 @@ class CallPlan:
 
     @property
     def detail_rows(self) -> tuple[tuple[str, str], ...]:
-        return ()
+        return self.write.rows() if self.write is not None else ()
 
     def digest(self) -> str:
         return arguments_digest(self.arguments)
 
     def approved(self, how: str) -> None:
         declaration = f"; declares: {self.declaration}" if self.declaration else ""
-        self.connection.log.add(EVENT_APPROVAL, f"{how}: {self.remote}, args {self.digest()[:12]}{declaration}")
+        effect = f" ({self.effect})" if self.write else ""
+        self.connection.log.add(EVENT_APPROVAL, f"{how}: {self.remote}{effect}, args {self.digest()[:12]}{declaration}")
 
     async def run(self, cancel: CancelToken) -> Result:
         return await send(self, cancel)
@@ -135,8 +158,19 @@ class CallPlan:
         return record(self, self.fail(code, message))
 
     def wait(self, future: Future[Any], cancel: CancelToken) -> None:
-        """Wait in the kernel's thread; an interrupt cancels the call and raises ``mcp_interrupted``."""
-        runner.wait(future, on_interrupt=cancel.interrupt)
+        """Wait in the kernel's thread; an interrupt cancels the call and raises ``mcp_interrupted`` — except
+        for a write, whose result says what the interrupt left behind (``mcp_canceled``, effect unknown, once
+        it was sent), so the wait goes on until it settled."""
+        if self.write is None:
+            runner.wait(future, on_interrupt=cancel.interrupt)
+            return
+        try:
+            future.result()
+        except KeyboardInterrupt:
+            cancel.interrupt()
+            if not futures.wait([future], timeout=STOP_SECONDS).done:
+                message = f"Interrupted; the write had not settled {STOP_SECONDS:g} s later: it may have happened."
+                raise McpSessionError(INTERRUPTED, message) from None
 
     def shown(self, result: Result) -> tuple[Any, ...]:
         return (result,)
@@ -160,7 +194,8 @@ def plan_call(
     if timeout is not None:
         check_timeout(timeout, "The call's timeout")
     seconds = float(timeout) if timeout is not None else connection.limits.timeout_ms / 1000
-    plan = CallPlan(connection, bindings, remote, copied, raw, seconds, connection.revision)
+    write = bindings.write_terms(remote)
+    plan = CallPlan(connection, bindings, remote, copied, raw, seconds, connection.revision, write)
     if not raw and bindings.binding(remote) is None and remote in bindings.catalog:
         tool = bindings.catalog[remote]
         if not tool.callable:
@@ -169,6 +204,7 @@ def plan_call(
                 f"'{remote}' cannot be called as a PurrA read tool: {'; '.join(tool.reasons)}. "
                 "Explore it with raw=True.",
             )
+        bindings.check_read_declaration(remote)  # calling it unbound declares it a read tool
     return plan
 
 
@@ -224,15 +260,18 @@ async def _execute(plan: CallPlan, client: ClientSession) -> Result:
     started = time.perf_counter()
     try:
         result = await registration.handler(None, plan.arguments)
-    except HostCodeError as error:
+    except HostCodeError as error:  # the scope validator, which runs before anything is sent
         return plan.fail(HOST_ERROR, str(error), ms_since(started))
     except Exception as error:  # purra-mcp's handler catches every server failure: this is the host's
         message = f"purra-mcp's handler raised {error.__class__.__name__}: {error}"
-        return plan.fail(HOST_ERROR, message, ms_since(started))
+        return plan.fail(HOST_ERROR, message, ms_since(started), effect_state=UNKNOWN if plan.write else NOT_STARTED)
+    effect_state = str(result.effect_state.value)
+    message = MAY_HAVE_HAPPENED if result.error_code == CANCELED else ""
     server_text = plan.connection.server_text() if result.error_code else ""
     return Envelope(
-        plan.connection.name, plan.local, result.content, result.error_code, ms_since(started), server_text=server_text
-    )
+        plan.connection.name, plan.local, result.content, result.error_code, ms_since(started), message,
+        server_text=server_text, effect_state=effect_state,
+    )  # fmt: skip
 
 
 async def _call_raw(plan: CallPlan, client: ClientSession) -> RawResult:
@@ -306,7 +345,8 @@ class Decision:
 
 class Call(HasTraits):
     """One decision over a job (a ``CallPlan``, or a batch offering the same face: ``connection, revision,
-    digest(), approved(how), run(cancel), refused(how), failure(code, message), wait(future, cancel)``).
+    write, still_covered(), digest(), approved(how), run(cancel), refused(how), failure(code, message),
+    wait(future, cancel)``).
 
     ``pending`` until approved, denied or voided (the catalog turned stale or the session ended first);
     an approved job runs on the loop (``running``) and the call ends ``done``. A decision is final, and
@@ -383,6 +423,8 @@ class Call(HasTraits):
             return CONNECTION_CLOSED, f"the session is {connection.state}; nothing was sent"
         if connection.state == STALE or connection.revision != self.job.revision:
             return CATALOG_STALE, "the server's tools changed before the approval; nothing was sent"
+        if not self.job.still_covered():
+            return CATALOG_STALE, "the tool's binding changed since the call was planned; nothing was sent"
         return None
 
     def _void(self, code: str, message: str) -> None:
@@ -413,9 +455,10 @@ class Call(HasTraits):
         return f"<{type(self).__name__} {self.connection.name}/{self.job.remote} {self.state}: {self.job.summary}>"
 
 
-def needs_a_person(approve: bool | None, policy: str) -> bool:
-    """Whether a call waits for a person (the approval widget): no decision in code, the ``prompt`` policy."""
-    return approve is None and policy == "prompt"
+def needs_a_person(approve: bool | None, policy: str, effect: str) -> bool:
+    """Whether a call waits for a person (the approval widget): no decision in code, and the ``prompt`` policy
+    or a write (``auto`` covers read calls only; ``deny`` refuses without asking)."""
+    return approve is None and (policy == "prompt" or (policy == "auto" and effect != READ))
 
 
 def check_approve(approve: object) -> None:

@@ -41,6 +41,7 @@ FRAME_COLUMNS = [
     "input_verdict",
     "output_verdict",
     "callable",
+    "bindable_as",
     "reasons",
     "refusal",
     "read_only_hint",
@@ -85,6 +86,24 @@ _KEYWORD_HINTS = {
 }
 
 
+READ = "read"
+WRITE = "write"
+DESTRUCTIVE = "destructive"
+EFFECTS = (READ, WRITE, DESTRUCTIVE)
+NOT_BINDABLE = "—"
+
+
+def write_hint(annotations: Mapping[str, Any]) -> str | None:
+    """The hint by which a server says its tool is not read-only (``readOnlyHint: false`` or
+    ``destructiveHint: true``), as written; ``None`` when it says nothing of the kind. Hints grant no
+    authority: they only keep a person from declaring read what the server itself calls a write."""
+    if annotations.get("readOnlyHint") is False:
+        return "readOnlyHint: false"
+    if annotations.get("destructiveHint") is True:
+        return "destructiveHint: true"
+    return None
+
+
 def default_local_name(remote: str) -> str:
     """The remote name with every character outside ``[A-Za-z0-9_]`` replaced by ``_``; ``_``-prefixed
     if it starts with a digit (PurrA local names are Python-like identifiers)."""
@@ -109,8 +128,21 @@ class ToolVerdict:
     reasons: tuple[str, ...]
     schema_bytes: int
     listing: Mapping[str, Any] = field(repr=False)
-    bound_as: str | None = None
+    bound_as: str | None = None  # the binding's local name
+    bound_effect: str | None = None  # what it is bound as: read, write or destructive
     refusal: str | None = None  # the code purra-mcp refuses a binding with (its first failing check)
+
+    @property
+    def bindable_as(self) -> str:
+        """``read`` or ``write`` (what the server's hints suggest) when purra-mcp would bind it, else ``—``."""
+        if not self.callable:
+            return NOT_BINDABLE
+        return WRITE if write_hint(self.annotations) else READ
+
+    @property
+    def bound_label(self) -> str:
+        """``local_name (effect)``, e.g. ``commit_changes (write)``; empty when not bound."""
+        return f"{self.bound_as} ({self.bound_effect})" if self.bound_as else ""
 
     def row(self) -> dict[str, Any]:
         hints = self.annotations
@@ -121,6 +153,7 @@ class ToolVerdict:
             "input_verdict": self.input_verdict,
             "output_verdict": self.output_verdict,
             "callable": self.callable,
+            "bindable_as": self.bindable_as,
             "reasons": "; ".join(self.reasons),  # text a person reads; the tuple stays on the verdict
             "refusal": self.refusal,
             "read_only_hint": hints.get("readOnlyHint"),
@@ -128,7 +161,7 @@ class ToolVerdict:
             "idempotent_hint": hints.get("idempotentHint"),
             "open_world_hint": hints.get("openWorldHint"),
             "task_support": self.task_support,
-            "bound_as": self.bound_as,
+            "bound_as": self.bound_label or None,
             "schema_bytes": self.schema_bytes,
         }
 
@@ -161,9 +194,14 @@ class Catalog:
     def __len__(self) -> int:
         return len(self.tools)
 
-    def with_bindings(self, local_names: Mapping[str, str], dropped: Iterable[str] = ()) -> Catalog:
-        tools = tuple(replace(tool, bound_as=local_names.get(tool.name)) for tool in self.tools)
-        return replace(self, tools=tools, dropped=tuple(dropped))
+    def with_bindings(self, bound: Mapping[str, tuple[str, str]], dropped: Iterable[str] = ()) -> Catalog:
+        """This catalog with ``bound_as`` and ``bound_effect`` from ``bound`` (remote name -> (local name,
+        effect))."""
+        tools = []
+        for tool in self.tools:
+            local, effect = bound.get(tool.name, (None, None))
+            tools.append(replace(tool, bound_as=local, bound_effect=effect))
+        return replace(self, tools=tuple(tools), dropped=tuple(dropped))
 
     def to_frame(self) -> pd.DataFrame:
         import pandas as pd
@@ -213,7 +251,7 @@ class Catalog:
             lines.append(f"  dropped bindings: {', '.join(self.dropped)}")
         for tool in self.tools:
             verdict = "callable" if tool.callable else "not callable"
-            bound = f" (bound as {tool.bound_as})" if tool.bound_as else ""
+            bound = f" (bound as {tool.bound_label})" if tool.bound_as else ""
             lines.append(f"  {tool.name}: {verdict}{bound}")
             lines.extend(f"      {reason}" for reason in tool.reasons)
         return "\n".join(lines)
@@ -228,7 +266,8 @@ class Catalog:
                 f"<td {WRAPPED_CELL}>{escape(_shorten(tool.description))}</td>"
                 f"<td {CELL}>{badge}</td><td {CELL}>{escape(tool.input_verdict)}</td>"
                 f"<td {CELL}>{escape(tool.output_verdict)}</td>"
-                f"<td {CELL}>{escape(tool.bound_as or '')}</td><td {WRAPPED_CELL}><ul>{reasons}</ul></td></tr>"
+                f"<td {CELL}>{escape(tool.bindable_as)}</td>"
+                f"<td {CELL}>{escape(tool.bound_label)}</td><td {WRAPPED_CELL}><ul>{reasons}</ul></td></tr>"
             )
         note = f"<p>{escape(self.note)}</p>" if self.note else ""
         dropped = f"<p>Dropped bindings: {escape(', '.join(self.dropped))}</p>" if self.dropped else ""
@@ -242,7 +281,7 @@ class Catalog:
         return {CATALOG_MIME: self.to_json(), "text/html": self._repr_html_table(), "text/plain": repr(self)}
 
 
-_HTML_COLUMNS = ("tool", "title", "description", "verdict", "input", "output", "bound as", "reasons")
+_HTML_COLUMNS = ("tool", "title", "description", "verdict", "input", "output", "bindable as", "bound as", "reasons")
 
 
 def _shorten(text: str, limit: int = 300) -> str:
@@ -560,4 +599,5 @@ __all__ = [
     "digest_of",
     "schema_reasons",
     "verdict_of",
+    "write_hint",
 ]

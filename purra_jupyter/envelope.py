@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import McpSessionError
 from .markup import CELL, ERROR_COLOR, OK_COLOR, WRAPPED_CELL, pre
-from .wire import ENVELOPE_MIME, NOT_TABULAR, RAW_RESULT_MIME
+from .wire import COMMITTED, ENVELOPE_MIME, NOT_STARTED, NOT_TABULAR, RAW_RESULT_MIME, UNKNOWN
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,7 +96,9 @@ class Envelope:
 
     ``message`` is the kit's own note on a failure it found; ``server_text`` the server's own error text
     (a result flagged ``isError``, a JSON-RPC error), shown beside the envelope and never part of it: purra-mcp
-    keeps remote text away from a model, a person still needs to read it."""
+    keeps remote text away from a model, a person still needs to read it. ``effect_state`` is purra's word
+    on what the call did: ``committed`` (a write the server answered), ``not_started`` (nothing was sent,
+    or a read) or ``unknown`` (a write sent and then failed or cancelled: it may have happened)."""
 
     server: str
     tool: str
@@ -105,6 +107,7 @@ class Envelope:
     elapsed_ms: float = 0.0
     message: str = ""
     server_text: str = ""
+    effect_state: str = NOT_STARTED
     _value: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -131,7 +134,8 @@ class Envelope:
 
     def __repr__(self) -> str:
         head = f"Envelope {self.server}/{self.tool}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms)"
-        lines = [head, *(f"  {line}" for line in [self.message] if line), *_server_text_lines(self)]
+        lines = [head, f"  effect: {self.effect_state}{_EFFECT_NOTES.get(self.effect_state, '')}"]
+        lines += [*(f"  {line}" for line in [self.message] if line), *_server_text_lines(self)]
         lines += [f"  text: {block}" for block in self.text]
         if self.structured is not None:
             lines.append("  structured: " + json.dumps(self.structured, ensure_ascii=False)[:2000])
@@ -144,7 +148,8 @@ class Envelope:
             body.append(_table_html(records))
         if self.structured is not None:
             body.append(_json_block("structured", self.structured))
-        return _bundle(self, ENVELOPE_MIME, "PurrA envelope", "purra-envelope", body, {"envelope": self.to_dict()})
+        payload = {"envelope": self.to_dict(), "effectState": self.effect_state}
+        return _bundle(self, ENVELOPE_MIME, "PurrA envelope", "purra-envelope", [_effect_html(self), *body], payload)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +173,11 @@ class RawResult:
     def ok(self) -> bool:
         return self.error_code is None
 
+    @property
+    def effect_state(self) -> None:
+        """``None``: a raw call is outside PurrA's contract, which is what reports effects."""
+        return None
+
     def to_frame(self) -> pd.DataFrame:
         return _frame(self.structured_content, f"{self.tool}'s raw result")
 
@@ -190,6 +200,24 @@ class RawResult:
         if self.structured_content is not None:
             body.append(_json_block("structuredContent", self.structured_content))
         return _bundle(self, RAW_RESULT_MIME, RAW_LABEL, "purra-raw-result", body, {"result": self.to_dict()})
+
+
+_EFFECT_NOTES = {
+    COMMITTED: " (the server answered the write)",
+    UNKNOWN: " — the write may have happened: the kit cannot know; check the server",
+}
+
+
+def _effect_html(envelope: Envelope) -> str:
+    """The effect state; ``unknown`` as a warning a person cannot miss."""
+    state = envelope.effect_state
+    note = _EFFECT_NOTES.get(state, "")
+    if state == UNKNOWN:
+        return (
+            f"<div class='purra-effect purra-effect-unknown' style='font-weight:bold;border:2px solid {ERROR_COLOR};"
+            f"padding:2px 8px;margin:4px 0'>effect: {escape(state)}{escape(note)}</div>"
+        )
+    return f"<div class='purra-effect'><small>effect: {escape(state)}{escape(note)}</small></div>"
 
 
 def _server_text_lines(result: Envelope | RawResult) -> list[str]:

@@ -24,7 +24,7 @@ import anyio
 from traitlets import HasTraits, Int
 
 from . import calls
-from .bindings import Bindings
+from .bindings import Bindings, WriteTerms
 from .calls import CallPlan, Result
 from .connection import CancelToken, Connection
 from .envelope import RawResult
@@ -35,13 +35,12 @@ from .wire import CATALOG_STALE, CONFIG_INVALID, EVENT_APPROVAL, HOST_ERROR, INT
 if TYPE_CHECKING:
     import pandas as pd
 
-RESULT_COLUMNS = ("ok", "error_code", "text", "structured", "elapsed_ms", "message")
+RESULT_COLUMNS = ("ok", "error_code", "effect_state", "text", "structured", "elapsed_ms", "message")
 # pandas' nullable types: a missing value is <NA> (an ok row's error_code, a row never sent's elapsed_ms)
-_DTYPES = {"ok": bool, "error_code": "string", "text": "string", "elapsed_ms": "Float64", "message": "string",
-           "passed": bool, "check_message": "string"}  # fmt: skip
+_DTYPES = {"ok": bool, "error_code": "string", "effect_state": "string", "text": "string", "elapsed_ms": "Float64",
+           "message": "string", "passed": bool, "check_message": "string"}  # fmt: skip
 MAX_CONCURRENCY = 64
 PREVIEW_ROWS = 5
-STOP_SECONDS = 10.0  # after an interrupt, how long the kernel waits for the rows in flight to end
 Check = Callable[[Result], object]
 
 
@@ -121,6 +120,7 @@ class Batch(HasTraits):
         self.local = probe.local
         self.tool = probe.tool
         self.declaration = probe.declaration
+        self.probe = probe
         if concurrency > 1:
             _check_concurrency_safe(bindings, self.remote, concurrency)
         self.plans, self.results = _plan_rows(probe, arguments)
@@ -131,6 +131,17 @@ class Batch(HasTraits):
         self._started = time.perf_counter()
 
     # --- the face a decision needs ---------------------------------------------------------------
+
+    @property
+    def write(self) -> WriteTerms | None:
+        return self.probe.write
+
+    @property
+    def effect(self) -> str:
+        return self.probe.effect
+
+    def still_covered(self) -> bool:
+        return self.probe.still_covered()
 
     @property
     def waiting(self) -> list[int]:
@@ -156,7 +167,7 @@ class Batch(HasTraits):
             calls_line += f"; {len(refused)} rows refused before approval, never sent:"
         labels = list(self.frame.index)
         rows = [(f"refused row {labels[row]}", f"{result.error_code}: {result.message}") for row, result in refused]
-        return (("batch", calls_line), *rows[:PREVIEW_ROWS])
+        return (("batch", calls_line), *self.probe.detail_rows, *rows[:PREVIEW_ROWS])
 
     def digest(self) -> str:
         return calls.arguments_digest([self.plans[row].arguments for row in self.to_send])
@@ -228,7 +239,7 @@ class Batch(HasTraits):
             except KeyboardInterrupt:
                 cancel.cancel(INTERRUPTED, "the batch was interrupted")
                 self._log(f"interrupted: {len(self.waiting)} rows left without a result")
-                futures.wait([future], timeout=STOP_SECONDS)
+                futures.wait([future], timeout=calls.STOP_SECONDS)
             bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in self.to_frame().attrs["summary"].counts.items()))
 
     def _log(self, detail: str) -> None:
@@ -357,7 +368,7 @@ def _result_fields(result: Result, *, sent: bool) -> tuple[Any, ...]:
     else:
         text, structured = result.text, result.structured
     elapsed = round(result.elapsed_ms, 1) if sent else None
-    return result.ok, result.error_code, "\n".join(text), structured, elapsed, result.message
+    return result.ok, result.error_code, result.effect_state, "\n".join(text), structured, elapsed, result.message
 
 
 def _checked(check: Check, result: Result) -> tuple[bool, str]:

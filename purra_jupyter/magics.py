@@ -28,6 +28,7 @@ from traitlets import Enum, Float, Int
 from traitlets.config import Configurable
 
 from . import runner
+from .bindings import allow_any_scope
 from .config import ServerConfig, load_servers
 from .errors import KEPT_APART, McpSessionError
 from .markup import pre
@@ -333,15 +334,52 @@ class McpMagics(Magics, Configurable):
     @argument("tool", help="the tool's name on the server")
     @argument("--as", dest="local_name", metavar="LOCAL", help="the local name (default: derived from the tool's)")
     @argument("--title", help="the binding's title")
-    @argument("--concurrency-safe", action="store_true", help="declare that calls may run concurrently")
+    @argument("--concurrency-safe", action="store_true", help="declare that calls may run concurrently (reads)")
+    @argument("--write", dest="effect", action="store_const", const="write", default="read",
+              help="bind as a write under PurrA's confirm policy")  # fmt: skip
+    @argument("--destructive", dest="effect", action="store_const", const="destructive",
+              help="bind as a destructive write under PurrA's confirm policy")  # fmt: skip
+    @argument("--scope-validator", metavar="VARIABLE", help="a write's scope validator, from a notebook variable")
+    @argument("--allow-any-scope", action="store_true", help="a write that checks no scope (logged)")
+    @argument("--scope-id", metavar="S", help="the scope a write's approvals are bound to")
+    @argument("--scope-revision", metavar="R", help="the revision of that scope")
+    @argument("--assume-read-only", action="store_true", help="declare read a tool its server marks as a write")
     def mcp_bind(self, line: str) -> Any:
-        """Bind a tool as a PurrA read tool: ``%mcp_bind NAME TOOL [--as LOCAL] [--title TEXT]``."""
+        """Bind a tool through purra-mcp.
+
+        Usage::
+
+            %mcp_bind NAME TOOL [--as LOCAL] [--title TEXT] [--concurrency-safe] [--assume-read-only]
+            %mcp_bind NAME TOOL --write|--destructive [--scope-validator VARIABLE | --allow-any-scope]
+                      [--scope-id S] [--scope-revision R]
+        """
         args = parse(self.mcp_bind, line)
         if isinstance(args, MagicHelp):
             return args
+        if args.scope_validator and args.allow_any_scope:
+            raise UsageError(f"{CONFIG_INVALID}: give --scope-validator or --allow-any-scope, not both.")
+        validator = None
+        if args.scope_validator:
+            validator = self._variable(args.scope_validator, object, "a scope validator function")
+            if not callable(validator):
+                raise UsageError(f"{CONFIG_INVALID}: '{args.scope_validator}' must hold a scope validator function.")
+        elif args.allow_any_scope:
+            validator = allow_any_scope
+        if args.effect != "read" and validator is None:
+            raise UsageError(
+                f"{CONFIG_INVALID}: a --{args.effect} binding needs --scope-validator VARIABLE or --allow-any-scope."
+            )
         with _one_line_errors():
             return registry.get(args.name).bind(
-                args.tool, local_name=args.local_name, title=args.title, concurrency_safe=args.concurrency_safe
+                args.tool,
+                local_name=args.local_name,
+                title=args.title,
+                scope_validator=validator,
+                concurrency_safe=args.concurrency_safe,
+                effect=args.effect,
+                scope_id=args.scope_id,
+                scope_revision=args.scope_revision,
+                assume_read_only=args.assume_read_only,
             )
 
     # --- calls -------------------------------------------------------------------------------

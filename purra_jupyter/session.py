@@ -139,8 +139,15 @@ class McpSession(HasTraits):
     @property
     def bindings(self) -> dict[str, Any] | None:
         """purra-mcp's snapshot of the read bindings (``schemaVersion, serverId, protocolVersion,
-        revisionDigest, entries``); ``None`` until a tool is bound."""
+        revisionDigest, entries``); ``None`` until a read tool is bound."""
         return self._bindings.snapshot
+
+    @property
+    def write_bindings(self) -> dict[str, Any] | None:
+        """purra-mcp's snapshot of the write bindings (``schemaVersion`` 2; each entry carries its
+        ``authorization``: binding and scope ids and revisions, and the effect); ``None`` until a write is
+        bound. Its ``revisionDigest`` is what every write's approval is bound to."""
+        return self._bindings.write_snapshot
 
     def refresh(self) -> Catalog:
         """List the tools again (after ``tools/list_changed``); bindings that no longer hold are dropped.
@@ -154,13 +161,39 @@ class McpSession(HasTraits):
         title: str | None = None,
         scope_validator: Callable[..., Any] | None = None,
         concurrency_safe: bool = False,
+        *,
+        effect: str = "read",
+        scope_id: str | None = None,
+        scope_revision: str | None = None,
+        binding_id: str | None = None,
+        binding_revision: str | None = None,
+        assume_read_only: bool = False,
     ) -> dict[str, Any]:
-        """Bind ``tool`` as a PurrA read tool (through purra-mcp, with every current binding), within the
-        session's timeout in all. ``scope_validator(state, arguments, signal)`` (sync or async) returns a
-        non-empty string to deny a call; if it raises, the call ends ``mcp_host_error``. Returns the
-        binding's snapshot entry."""
+        """Bind ``tool`` through purra-mcp with every current binding of its kind, within the session's
+        timeout in all; returns the binding's snapshot entry.
+
+        ``effect="read"`` (default): a PurrA read tool (``discover_mcp_tools``). A tool its server marks
+        ``readOnlyHint: false`` or ``destructiveHint: true`` is refused (``mcp_not_read_only``) unless
+        ``assume_read_only=True`` (logged). ``effect="write"`` or ``"destructive"``: a write under PurrA's
+        confirm policy (``discover_mcp_write_tools``): every call needs its own approval, and the approval is
+        bound to the identity ``binding_id`` (default ``SESSION/LOCAL_NAME``), ``binding_revision`` (default:
+        the digest of the tool as listed), ``scope_id`` (default: the session's name) and ``scope_revision``
+        (default ``"1"``), and to the write snapshot's digest.
+
+        ``scope_validator(state, arguments, signal)`` (sync or async) returns a non-empty string to deny a
+        call; if it raises, the call ends ``mcp_host_error``. A write needs one: ``pj.allow_any_scope``
+        says, in a way the log keeps, that no scope is checked."""
+        identity = {"binding_id": binding_id, "binding_revision": binding_revision,
+                    "scope_id": scope_id, "scope_revision": scope_revision}  # fmt: skip
         return self._bindings.bind(
-            tool, local_name=local_name, title=title, scope_validator=scope_validator, concurrency_safe=concurrency_safe
+            tool,
+            effect=effect,
+            assume_read_only=assume_read_only,
+            identity=identity,
+            local_name=local_name,
+            title=title,
+            scope_validator=scope_validator,
+            concurrency_safe=concurrency_safe,
         )
 
     def unbind(self, local_name: str) -> None:
@@ -218,7 +251,7 @@ class McpSession(HasTraits):
         return self._decide(batch, approve) if batch.waiting else batch.to_frame()
 
     def _decide(self, job: Any, approve: bool | None) -> Any:
-        if needs_a_person(approve, self.approval):
+        if needs_a_person(approve, self.approval, job.effect):
             from .ui.approval import PendingCall  # the widgets load with the first widget (ipywidgets is slow)
 
             return PendingCall(job)
@@ -359,7 +392,10 @@ def connect(
         deadline = Deadline(config.timeout, "connecting")
         connection.open(deadline)
         if approval == "auto":
-            connection.log.add(EVENT_CONNECT, "approval policy 'auto': every call of this session is approved")
+            connection.log.add(
+                EVENT_CONNECT,
+                "approval policy 'auto': every read call of this session is approved (a write still asks)",
+            )
         try:
             catalog = connection.request(lambda client: _first_catalog(connection, client), timeout=deadline)
             check_digest(catalog, expect_digest)

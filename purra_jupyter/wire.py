@@ -23,10 +23,13 @@ PURRA_INCOMPATIBLE = "mcp_purra_incompatible"  # the installed purra / purra-mcp
 RATE_LIMITED = "mcp_rate_limited"  # HTTP 429 to one request; its message carries the server's Retry-After
 AUTH_REQUIRED = "mcp_auth_required"  # HTTP 401 or 403: the server wants (other) credentials
 SESSION_EXPIRED = "mcp_session_expired"  # HTTP 404 to the session's id: the server ended it; reconnect
+NOT_READ_ONLY = "mcp_not_read_only"  # a read declaration of a tool its server marks as not read-only
 
 # Error codes shared with purra-mcp.
 BINDING_INVALID = "mcp_binding_invalid"
 BINDING_MISSING = "mcp_binding_missing"
+NAME_CONFLICT = "mcp_name_conflict"
+CANCELED = "mcp_canceled"  # a write cancelled after it was sent: it may have happened
 CATALOG_STALE = "mcp_catalog_stale"
 CATALOG_LIMIT = "mcp_catalog_limit_exceeded"
 INVALID_ARGUMENTS = "mcp_invalid_arguments"
@@ -53,6 +56,11 @@ DONE = "done"
 DENIED = "denied"
 VOID = "void"
 CALL_STATES = (PENDING, RUNNING, DONE, DENIED, VOID)
+
+# What a call did to the server's state, as purra reports it (``Envelope.effect_state``).
+COMMITTED = "committed"
+NOT_STARTED = "not_started"
+UNKNOWN = "unknown"
 
 # Approval policies.
 APPROVAL_POLICIES = ("prompt", "auto", "deny")

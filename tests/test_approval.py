@@ -116,14 +116,14 @@ def test_invalid_arguments_never_reach_the_widget(demo: pj.McpSession) -> None:
 
 def test_the_status_widget_follows_the_session_with_no_cell_running(demo: pj.McpSession) -> None:
     status = demo.status_widget()
-    assert "ready" in status.value and "10 tools, 9 callable" in status.value and "bound: none" in status.value
+    assert "ready" in status.value and "13 tools, 12 callable" in status.value and "bound: none" in status.value
     demo.bind("echo")
-    assert "bound: echo" in status.value
+    assert "bound: echo (read)" in status.value
     # The server announces the change on its own; the loop thread redraws the widget.
     demo.connection.request(lambda client: client.call_tool("toggle_extra_tool", {}))
     wait_until(lambda: "stale" in status.value, what="the status to show stale")
     demo.refresh()
-    assert "ready" in status.value and "11 tools, 10 callable" in status.value
+    assert "ready" in status.value and "14 tools, 13 callable" in status.value
     demo.close()
     assert "closed" in status.value
 

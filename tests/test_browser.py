@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -485,6 +486,8 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
         "catalog": quickstart_cell("catalog = %mcp_catalog demo"),
         "log": quickstart_cell("%mcp_log demo"),
         "raw": quickstart_cell("%mcp_call demo tiny_image --raw"),
+        "bind-writes": quickstart_cell("%mcp_bind demo add_note --write"),
+        "destructive": quickstart_cell("to_delete ="),
     }
     with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
         (lab.root / "quickstart.ipynb").write_text(QUICKSTART.read_text())
@@ -493,10 +496,21 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
         try:
             open_notebook(browser, lab, "quickstart.ipynb")
             run_all(browser)
+            # The destructive call's approval: its effect, the binding identity, the write catalog's digest it is
+            # bound to, the scope and the exact arguments, all on the page.
+            digest = re.search(r"\(2, '([0-9a-f]{64})'\)", nth("bind-writes").inner_text()).group(1)
+            destructive = nth("destructive").locator(".purra-approval")
+            expect(destructive.locator(".purra-effect-destructive")).to_contain_text("DESTRUCTIVE", timeout=STEP)
+            expect(destructive.locator(".purra-effect-destructive")).to_be_visible()
+            for shown in ("PurrA destructive tool (confirm policy)", "demo/delete_note (revision ", digest,
+                          "notes (revision 1)", '"id": "note-1"'):  # fmt: skip
+                expect(destructive).to_contain_text(shown)
             shots = {"status-line": nth("connect"), "catalog": nth("catalog"), "approval-pending": nth("approve"),
-                     "batch-pending": nth("batch"), "form": nth("form"), "log": nth("log")}  # fmt: skip
+                     "batch-pending": nth("batch"), "form": nth("form"), "log": nth("log"),
+                     "destructive-pending": nth("destructive")}  # fmt: skip
             assert_contrast(browser, "quickstart-pending", shots)
-            for name, button in (("approve", "Approve"), ("deny", "Deny"), ("batch", "Approve")):
+            for name, button in (("approve", "Approve"), ("deny", "Deny"), ("batch", "Approve"),
+                                 ("destructive", "Approve")):  # fmt: skip
                 approval = nth(name).locator(".purra-approval")
                 expect(approval.locator(".purra-approval-state")).to_have_text("pending", timeout=STEP)
                 approval.get_by_role("button", name=button).click()
@@ -504,6 +518,11 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
                 "approved (approved by a click)", timeout=STEP
             )
             expect(nth("deny").locator(ENVELOPE)).to_contain_text("mcp_approval_denied", timeout=STEP)
+            deleted = nth("destructive").locator(ENVELOPE)
+            expect(deleted.locator(".jp-PurraRenderer-decision")).to_contain_text("(destructive)", timeout=STEP)
+            expect(deleted.locator(".jp-PurraRenderer-effect")).to_have_text(
+                "effect: committed (the server answered the write)"
+            )
             expect(nth("batch").locator(".purra-decision")).to_contain_text("approved", timeout=STEP)
             expect(nth("batch").locator("table.dataframe")).to_have_count(1)
 
@@ -525,13 +544,14 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
                 expect(form.locator(".purra-approval")).to_have_count(0)
             browser.screenshot("quickstart-05-form-reviewed-and-approved", form)
             shots = {"approval-approved": nth("approve"), "approval-denied": nth("deny"), "raw-result": nth("raw"),
-                     "batch-approved": nth("batch"), "form-approved": nth("form")}  # fmt: skip
+                     "batch-approved": nth("batch"), "form-approved": nth("form"),
+                     "destructive-approved": nth("destructive")}  # fmt: skip
             assert_contrast(browser, "quickstart-decided", shots)
 
             browser.notebook_js("await app.commands.execute('docmanager:save');")
             browser.notebook_js("await panel.sessionContext.shutdown();")
             saved = nbformat.read(lab.root / "quickstart.ipynb", as_version=4)
-            for name in ("approve", "deny", "form"):
+            for name in ("approve", "deny", "form", "destructive"):
                 mimes = [o.get("data", {}) for o in saved.cells[cells[name]].outputs]
                 envelopes = [d["application/vnd.purra.envelope+json"] for d in mimes
                              if "application/vnd.purra.envelope+json" in d]  # fmt: skip
@@ -551,6 +571,10 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
             expect(nth("batch").locator(".purra-decision")).to_contain_text("approved (approved by a click)")
             expect(nth("batch").locator("table.dataframe")).to_have_count(1)
             expect(nth("form").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text("approved")
+            expect(nth("destructive").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text(
+                "approved (approved by a click)"
+            )
+            expect(nth("destructive").locator(ENVELOPE)).to_contain_text("effect: committed")
             for name in ("approve", "deny", "batch"):
                 expect(nth(name)).not_to_contain_text(WIDGET_ERROR)
             browser.screenshot("quickstart-06-reloaded-approved", nth("approve"))
@@ -590,7 +614,7 @@ def test_the_html_export_of_an_executed_notebook_reads_without_a_kernel(
             assert leak not in shown, (theme, leak)
         if name == "quickstart":
             # the approvals nobody clicked say so, in the words of their static view
-            assert shown.count("pending: decide in a running kernel") == 3, theme
+            assert shown.count("pending: decide in a running kernel") == 4, theme
             assert "argument form for search_documents: a PurrA read call; it needs a running kernel" in shown
             assert "ready · session: demo" in shown  # the status line's last state
         print(f"export screenshot: {browser.screenshot(f'export-{name}-{theme}')}")

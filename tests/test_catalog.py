@@ -24,7 +24,7 @@ from purra_jupyter.catalog import FRAME_COLUMNS, default_local_name
 BIN = Path(sys.executable).parent
 DEMO_COMPATIBLE = {
     "search_documents", "get_document", "echo", "add", "sleep", "tiny_image", "fail", "toggle_extra_tool",
-    "call_counts",
+    "call_counts", "list_notes", "add_note", "delete_note",
 }  # fmt: skip
 
 
@@ -85,6 +85,12 @@ def test_demo_catalog_verdicts_reasons_and_frame(demo: pj.McpSession) -> None:
     assert frame.loc["greet", "refusal"] == greet.refusal == "mcp_schema_unsupported"
     assert frame.loc["search_documents", "reasons"] == "" and frame.loc["search_documents", "refusal"] is pd.NA
     assert frame.loc["echo", "schema_bytes"] > 0
+    # bindable_as: the profile's verdict and the kind the server's hints suggest (they grant nothing)
+    bindable = frame["bindable_as"]
+    assert (bindable["echo"], bindable["add_note"], bindable["delete_note"], bindable["greet"]) == (
+        "read", "write", "write", "—",
+    )  # fmt: skip
+    assert set(bindable[frame["callable"]]) == {"read", "write"} and set(bindable[~frame["callable"]]) == {"—"}
     assert_verdicts_match_purra(demo)
 
 
@@ -227,7 +233,8 @@ def test_bindings_snapshot_equals_purras_for_the_same_bindings(demo: pj.McpSessi
     assert demo.bindings == expected.snapshot.to_mapping()
     assert demo.bindings["revisionDigest"] == expected.snapshot.revision_digest
     assert demo.catalog["add"].bound_as == "plus"
-    assert demo.catalog.to_frame().loc["add", "bound_as"] == "plus"
+    assert demo.catalog["add"].bound_effect == "read"
+    assert demo.catalog.to_frame().loc["add", "bound_as"] == "plus (read)"
 
     demo.unbind("plus")
     assert [entry["localName"] for entry in demo.bindings["entries"]] == ["search_documents"]

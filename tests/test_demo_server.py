@@ -41,7 +41,12 @@ BASE_TOOLS = {
     "fail",
     "toggle_extra_tool",
     "call_counts",
+    "list_notes",
+    "add_note",
+    "delete_note",
 }
+# (readOnlyHint, destructiveHint) of the notes store's writes; every other tool says it only reads
+WRITE_HINTS = {"add_note": (False, False), "delete_note": (False, True)}
 COMPATIBLE_TOOLS = sorted(BASE_TOOLS - {"greet"})
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PROTOCOLS = {"2025-11-25", "2025-06-18"}
@@ -139,7 +144,8 @@ async def _stdio_scenario(errlog_path: Path) -> None:
             for tool in tools.values():
                 assert tool.title and tool.description
                 assert tool.annotations is not None
-                assert tool.annotations.readOnlyHint is True and tool.annotations.destructiveHint is False
+                hints = (tool.annotations.readOnlyHint, tool.annotations.destructiveHint)
+                assert hints == WRITE_HINTS.get(tool.name, (True, False)), tool.name
                 assert tool.annotations.openWorldHint is False
 
             # PurrA accepts every tool but greet, whose schema uses the refused keyword "default".

@@ -18,7 +18,7 @@ from purra_jupyter.envelope import Envelope, RawResult
 from purra_jupyter.evaluate import EvaluationSummary
 from purra_jupyter.ui.approval import PendingCall
 
-RESULT_COLUMNS = ["ok", "error_code", "text", "structured", "elapsed_ms", "message"]
+RESULT_COLUMNS = ["ok", "error_code", "effect_state", "text", "structured", "elapsed_ms", "message"]
 NA = pd.NA
 
 

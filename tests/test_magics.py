@@ -62,7 +62,7 @@ def one_line_error(ip: InteractiveShell, line: str, capsys: pytest.CaptureFixtur
 def test_connect_catalog_bind_call_log_disconnect(ip: InteractiveShell, demo: pj.McpSession) -> None:
     assert demo.state == "ready" and demo.approval == "prompt"
     sessions = ip.run_line_magic("mcp_sessions", "")
-    assert sessions.loc["demo", "state"] == "ready" and sessions.loc["demo", "tools"] == 10
+    assert sessions.loc["demo", "state"] == "ready" and sessions.loc["demo", "tools"] == 13
     assert ip.run_line_magic("mcp_catalog", "demo") is demo.catalog
     entry = ip.run_line_magic("mcp_bind", 'demo add --as plus --title "Add numbers"')
     assert entry["localName"] == "plus" and entry["policy"]["title"] == "Add numbers"
@@ -222,7 +222,7 @@ def test_connect_shows_the_status_line_and_one_line_about_the_catalog(
         shown = capsys.readouterr().out.splitlines()  # a terminal shell prints each display's text/plain
         assert shown[0].startswith("ready · session: demo · transport: stdio: ")
         assert (
-            shown[1] == f"demo: 10 tools, 9 callable under PurrA, digest {session.catalog.digest[:12]} — "
+            shown[1] == f"demo: 13 tools, 12 callable under PurrA, digest {session.catalog.digest[:12]} — "
             "%mcp_catalog demo shows the tools"
         )
         assert len(shown) == 2  # not the whole catalog

@@ -44,7 +44,10 @@ def test_the_quickstart_runs_top_to_bottom_on_a_real_kernel(tmp_path: Path) -> N
     assert "Envelope demo/search_documents: ok" in text
     assert "('mcp_catalog_stale', 'mcp_catalog_stale', 'stale')" in text
     # the approval examples survive Run All: nothing voided them, they wait for a click
-    assert "('pending', 'pending', 'pending', 'ready')" in text
+    assert "('pending', 'pending', 'pending', 'pending', 'ready')" in text
+    # the notes store: a write approved in code is committed; the destructive call waits for its own approval
+    assert "(2, '" in text and "('committed', {'id': 'note-1', 'count': 1})" in text
+    assert "pending: approval of demo/delete_note" in text
     assert "Closed session 'changes'. 'closed'" in plain_and_streams(outputs)
     mimes = {mime for output in outputs for mime in output.get("data", {})}
     assert {"application/vnd.purra.catalog+json", "application/vnd.purra.envelope+json",

@@ -366,30 +366,37 @@ class Tracked:
     pending: PendingCall
     text: str
     epoch: int  # the model's catalog epoch when it was created (a list_changed or a close starts a new one)
+    tool: str = "echo"  # echo (a read) or add_note (a write under the confirm policy)
     decision: str | None = None  # "approved" | "denied"
 
 
-def echo_count(session: pj.McpSession) -> int:
-    """The demo server's own count of finished echo calls (call_counts itself is counted only after it returns)."""
+TOOLS = ("echo", "add_note")
+
+
+def server_counts(session: pj.McpSession) -> dict[str, int]:
+    """The demo server's own count of finished echo and add_note calls (call_counts itself is counted only
+    after it returns)."""
     result = session.connection.request(lambda client: client.call_tool("call_counts", {}))
-    return result.structuredContent["counts"].get("echo", 0)
+    return {tool: result.structuredContent["counts"].get(tool, 0) for tool in TOOLS}
 
 
 SETTLED = ("done", "void", "denied")
 
 
 class ApprovalMachine(RuleBasedStateMachine):
-    """Calls, decisions, list_changed, refresh and close in any order; the server must have received exactly
-    one echo per approval given while it was valid, and nothing else."""
+    """Calls (reads and writes), decisions, list_changed, refresh and close in any order; the server must have
+    received exactly one call per approval given while it was valid, and nothing else. A write needs its own
+    approval even under the ``auto`` policy."""
 
     config: pj.ServerConfig  # set by the test: the demo server over stdio, or one HTTP demo server for all
 
     def __init__(self) -> None:
         super().__init__()
         self.session = pj.connect(self.config)
-        self.base = echo_count(self.session)  # an HTTP demo server counts the calls of every session it served
+        self.session.bind("add_note", effect="write", scope_validator=pj.allow_any_scope)
+        self.base = server_counts(self.session)  # an HTTP demo server counts the calls of every session it served
         self.tracked: list[Tracked] = []
-        self.sent = 0
+        self.sent = dict.fromkeys(TOOLS, 0)
         self.epoch = 0
         self.stale = False
         self.closed = False
@@ -415,31 +422,46 @@ class ApprovalMachine(RuleBasedStateMachine):
     def ready(self) -> bool:
         return not self.stale and not self.closed
 
-    @rule()
-    def call_with_prompt(self) -> None:
+    def _answered(self, tool: str, text: str, result: Any) -> None:
+        """An approved call's result: echo's text, or the write committed."""
+        assert result.ok, result
+        if tool == "echo":
+            assert result.structured == {"text": text} and result.effect_state == "not_started", result
+            self.bound = True
+        else:
+            assert result.effect_state == "committed" and result.structured["id"].startswith("note-"), result
+        self.sent[tool] += 1
+
+    @rule(tool=st.sampled_from(TOOLS), policy=st.sampled_from(["prompt", "auto"]))
+    def call_with_prompt(self, tool: str, policy: str) -> None:
+        """A call no code decided: under ``prompt`` every one waits; under ``auto`` a write still does."""
         text = self._text()
-        result = self.session.call("echo", {"text": text})
+        self.session.approval = policy
+        try:
+            result = self.session.call(tool, {"text": text})
+        finally:
+            self.session.approval = "prompt"
         if not self.ready:
             return self._refused(result)
+        if policy == "auto" and tool == "echo":
+            return self._answered(tool, text, result)
         assert isinstance(result, PendingCall) and result.state == "pending"
-        self.tracked.append(Tracked(result, text, self.epoch))
+        self.tracked.append(Tracked(result, text, self.epoch, tool))
 
-    @rule()
-    def call_approved_in_code(self) -> None:
+    @rule(tool=st.sampled_from(TOOLS))
+    def call_approved_in_code(self, tool: str) -> None:
         text = self._text()
-        result = self.session.call("echo", {"text": text}, approve=True)
+        result = self.session.call(tool, {"text": text}, approve=True)
         if not self.ready:
             return self._refused(result)
-        assert result.ok and result.structured == {"text": text}, result
-        self.sent += 1
-        self.bound = True
+        self._answered(tool, text, result)
 
-    @rule()
-    def call_denied_in_code(self) -> None:
-        result = self.session.call("echo", {"text": self._text()}, approve=False)
+    @rule(tool=st.sampled_from(TOOLS))
+    def call_denied_in_code(self, tool: str) -> None:
+        result = self.session.call(tool, {"text": self._text()}, approve=False)
         if not self.ready:
             return self._refused(result)
-        assert result.error_code == "mcp_approval_denied", result
+        assert result.error_code == "mcp_approval_denied" and result.effect_state == "not_started", result
 
     @precondition(lambda self: self.tracked)
     @rule(data=st.data(), how=st.sampled_from(["approve()", "click", "approve() twice", "click, then approve()"]))
@@ -453,10 +475,8 @@ class ApprovalMachine(RuleBasedStateMachine):
         wait_until(lambda: pending.state in SETTLED, what="the approved call to settle")
         if valid:
             tracked.decision = "approved"
-            self.sent += 1
-            self.bound = True
             assert pending.state == "done", pending
-            assert pending.result.ok and pending.result.structured == {"text": tracked.text}, pending.result
+            self._answered(tracked.tool, tracked.text, pending.result)
         self._check_state(tracked)
 
     @precondition(lambda self: self.tracked)
@@ -515,7 +535,7 @@ class ApprovalMachine(RuleBasedStateMachine):
     @precondition(lambda self: not self.closed)
     @rule()
     def close(self) -> None:
-        assert echo_count(self.session) - self.base == self.sent  # the last look at the server before it ends
+        self.the_server_received_exactly_the_approved_calls()  # the last look at the server before it ends
         self.session.close()
         self.closed = True
         self.epoch += 1
@@ -525,15 +545,17 @@ class ApprovalMachine(RuleBasedStateMachine):
     @invariant()
     def the_server_received_exactly_the_approved_calls(self) -> None:
         if not self.closed:
-            assert echo_count(self.session) - self.base == self.sent
+            counts = server_counts(self.session)
+            assert {tool: counts[tool] - self.base[tool] for tool in TOOLS} == self.sent
 
 
 @pytest.mark.parametrize(("transport", "examples"), [("http", 30), ("stdio", 4)])
 def test_no_call_reaches_the_server_without_its_own_valid_approval(
     transport: str, examples: int, demo_http_url: str
 ) -> None:
-    """Stateful: whatever the order of calls, decisions, list_changed, refresh and close, the server's own
-    count of echo calls equals the approvals given while they held, each counted once. Over HTTP a session
+    """Stateful: whatever the order of calls (reads and writes, under ``prompt`` and ``auto``), decisions,
+    list_changed, refresh and close, the server's own count of echo and add_note calls equals the approvals
+    given while they held, each counted once. Over HTTP a session
     opens in milliseconds, so most examples run there; stdio (a process per session) gets a few."""
     config = demo_config("fsm") if transport == "stdio" else pj.ServerConfig("fsm", url=demo_http_url)
     run_state_machine_as_test(

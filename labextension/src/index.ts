@@ -47,6 +47,8 @@ const CLASS = {
   muted: 'jp-PurraRenderer-muted',
   message: 'jp-PurraRenderer-message',
   rawLabel: 'jp-PurraRenderer-rawLabel',
+  effect: 'jp-PurraRenderer-effect',
+  effectUnknown: 'jp-PurraRenderer-effectUnknown',
   pre: 'jp-PurraRenderer-pre',
   section: 'jp-PurraRenderer-section',
   block: 'jp-PurraRenderer-block',
@@ -100,6 +102,7 @@ export class EnvelopeRenderer extends PurraRenderer {
   protected draw(node: HTMLElement, data: Private.JSONObject): void {
     Private.appendDecision(node, data);
     node.appendChild(Private.header('PurrA envelope', data));
+    Private.appendEffect(node, data);
     Private.appendMessage(node, data);
     Private.appendServerText(node, data);
     const envelope = Private.asObject(data.envelope) ?? {};
@@ -249,6 +252,7 @@ namespace Private {
     'verdict',
     'input',
     'output',
+    'bindable as',
     'bound as',
     'hints',
     'reasons'
@@ -356,6 +360,10 @@ namespace Private {
     line.appendChild(
       text(` (${asText(decision.how)}) at ${localTime(asText(decision.at))} · ${asText(decision.server)}/${asText(decision.tool)}`)
     );
+    const effect = asText(decision.effect);
+    if (effect && effect !== 'read') {
+      line.appendChild(text(` (${effect})`));
+    }
     line.appendChild(text(' · arguments digest '));
     const code = el('code', undefined, `${digest.slice(0, 12)}…`);
     code.title = digest;
@@ -366,6 +374,22 @@ namespace Private {
   /** `2026-12-01T16:04:33+01:00` as `2026-12-01 16:04:33`: the kernel's local time, as the record says. */
   function localTime(iso: string): string {
     return iso.replace('T', ' ').slice(0, 19);
+  }
+
+  /** What the call did, in purra's words (same notes as _EFFECT_NOTES in envelope.py); `unknown` as a warning. */
+  const EFFECT_NOTES = new Map<string, string>([
+    ['committed', ' (the server answered the write)'],
+    ['unknown', ' — the write may have happened: the kit cannot know; check the server']
+  ]);
+
+  export function appendEffect(node: HTMLElement, data: JSONObject): void {
+    const state = asText(data.effectState);
+    if (state) {
+      const unknown = state === 'unknown';
+      const line = el('div', unknown ? `${CLASS.effect} ${CLASS.effectUnknown}` : CLASS.effect);
+      line.textContent = `effect: ${state}${EFFECT_NOTES.get(state) ?? ''}`;
+      node.appendChild(line);
+    }
   }
 
   export function appendMessage(node: HTMLElement, data: JSONObject): void {
@@ -583,6 +607,7 @@ namespace Private {
     cell().appendChild(el('span', badgeClass, callable ? 'callable' : 'not callable'));
     cell(asText(tool.input_verdict));
     cell(asText(tool.output_verdict));
+    cell(asText(tool.bindable_as));
     cell(asText(tool.bound_as));
     const hints = HINTS.filter(([field]) => tool[field] === true).map(([, label]) => label);
     if (typeof tool.task_support === 'string') {

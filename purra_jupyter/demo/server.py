@@ -1,7 +1,9 @@
 """The demo MCP server's tool set, written against the low-level ``mcp.server.lowlevel.Server`` API.
 
 Every schema is hand-written. All tools except ``greet`` stay inside PurrA's ``purra.output-schema/v1``
-profile; ``greet`` deliberately uses ``default`` so hosts can show how a refused tool looks.
+profile; ``greet`` deliberately uses ``default`` so hosts can show how a refused tool looks. A small notes
+store in memory shows writes: ``add_note`` (a write) and ``delete_note`` (destructive) say so in their hints,
+``list_notes`` reads it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,15 @@ TINY_PNG_BASE64 = (
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 _NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+_NOTE = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "description": "The note's id."},
+        "text": {"type": "string", "description": "The note."},
+    },
+    "required": ["id", "text"],
+    "additionalProperties": False,
+}
 
 
 def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -41,9 +52,16 @@ def _object(properties: dict[str, Any], required: list[str] | None = None) -> di
     }
 
 
-def _annotations(title: str, *, idempotent: bool = True) -> types.ToolAnnotations:
+READ, WRITE, DESTRUCTIVE = "read", "write", "destructive"
+
+
+def _annotations(title: str, *, idempotent: bool = True, effect: str = READ) -> types.ToolAnnotations:
     return types.ToolAnnotations(
-        title=title, readOnlyHint=True, destructiveHint=False, idempotentHint=idempotent, openWorldHint=False
+        title=title,
+        readOnlyHint=effect == READ,
+        destructiveHint=effect == DESTRUCTIVE,
+        idempotentHint=idempotent,
+        openWorldHint=False,
     )
 
 
@@ -55,6 +73,7 @@ def _tool(
     output_schema: dict[str, Any] | None = None,
     *,
     idempotent: bool = True,
+    effect: str = READ,
 ) -> types.Tool:
     return types.Tool(
         name=name,
@@ -62,7 +81,7 @@ def _tool(
         description=description,
         inputSchema=input_schema,
         outputSchema=output_schema,
-        annotations=_annotations(title, idempotent=idempotent),
+        annotations=_annotations(title, idempotent=idempotent, effect=effect),
     )
 
 
@@ -185,6 +204,52 @@ def _base_tools() -> list[types.Tool]:
             idempotent=False,
         ),
         _tool(
+            "list_notes",
+            "List notes",
+            "List the notes in this server's in-memory notes store (add_note and delete_note change it).",
+            dict(_NO_ARGUMENTS),
+            _object({"notes": {"type": "array", "description": "The notes, oldest first.", "items": _NOTE}}),
+        ),
+        _tool(
+            "add_note",
+            "Add note",
+            "Add a note to the in-memory notes store and return its id. A write: it changes the server's state.",
+            _object(
+                {
+                    "text": {"type": "string", "minLength": 1, "maxLength": 500, "description": "The note."},
+                    "delay_seconds": {
+                        "type": "number",
+                        "minimum": 0,
+                        "maximum": 60,
+                        "description": "Seconds to wait before storing it (leave out for none); to try interrupts.",
+                    },
+                },
+                required=["text"],
+            ),
+            _object(
+                {
+                    "id": {"type": "string", "description": "The new note's id."},
+                    "count": {"type": "integer", "minimum": 0, "description": "Notes stored now."},
+                }
+            ),
+            idempotent=False,
+            effect=WRITE,
+        ),
+        _tool(
+            "delete_note",
+            "Delete note",
+            "Delete a note from the in-memory notes store by its id (a tool error if there is none). Destructive: "
+            "the note is gone for good.",
+            _object({"id": {"type": "string", "minLength": 1, "description": "The note's id, e.g. note-1."}}),
+            _object(
+                {
+                    "id": {"type": "string", "description": "The deleted note's id."},
+                    "count": {"type": "integer", "minimum": 0, "description": "Notes stored now."},
+                }
+            ),
+            effect=DESTRUCTIVE,
+        ),
+        _tool(
             "call_counts",
             "Call counts",
             "Report how many tools/call requests this server process has finished, per tool name, and the "
@@ -234,6 +299,8 @@ class DemoServer(Server[dict[str, Any], Any]):
             instructions="Demo tools for purra-jupyter: search a tiny corpus, echo, add, sleep and more.",
         )
         self.extra_tool_listed = False
+        self.notes: dict[str, str] = {}  # id -> text, in the order added
+        self.notes_added = 0
         self.call_counts: Counter[str] = Counter()
         self.in_flight = 0
         self.max_in_flight = 0
@@ -321,6 +388,23 @@ def build_server() -> DemoServer:
                 text = "\n".join(f"{tool}\t{count}" for tool, count in counts.items()) or "no calls yet"
                 text += f"\nmost calls in flight at once\t{server.max_in_flight}"
                 return _text(text), {"counts": counts, "max_in_flight": server.max_in_flight}
+            case "list_notes":
+                notes = [{"id": key, "text": text} for key, text in server.notes.items()]
+                return _text("\n".join(f"{n['id']}\t{n['text']}" for n in notes) or "no notes"), {"notes": notes}
+            case "add_note":
+                delay = arguments.get("delay_seconds", 0)
+                if delay:
+                    request_id = server.request_context.request_id
+                    print(f"add_note: waiting {delay:g} s (request {request_id})", file=sys.stderr, flush=True)
+                    await anyio.sleep(delay)  # cancelled (notifications/cancelled): nothing is stored
+                server.notes_added += 1
+                key = f"note-{server.notes_added}"
+                server.notes[key] = arguments["text"]
+                return _text(f"added {key}"), {"id": key, "count": len(server.notes)}
+            case "delete_note":
+                if server.notes.pop(arguments["id"], None) is None:
+                    return _error(f"no note {arguments['id']}")
+                return _text(f"deleted {arguments['id']}"), {"id": arguments["id"], "count": len(server.notes)}
             case "extra_tool" if server.extra_tool_listed:
                 return _text("extra")
             case _:

@@ -19,7 +19,8 @@ from traitlets import dlink
 
 from .. import runner
 from ..calls import Call
-from ..markup import WARN_COLOR, key_value_table, pre
+from ..catalog import DESTRUCTIVE, WRITE
+from ..markup import ERROR_COLOR, WARN_COLOR, key_value_table, pre
 from ..wire import RUNNING
 from .records import (
     SETTLED,
@@ -157,11 +158,26 @@ def hint_words(annotations: dict[str, Any]) -> list[str]:
     return words
 
 
+EFFECT_BANNERS = {
+    WRITE: "WRITE — approving lets this call change data on the server",
+    DESTRUCTIVE: "DESTRUCTIVE — approving lets this call delete or overwrite data on the server",
+}
+
+
+def _banner(css_class: str, text: str, border: str, color: str = "inherit") -> str:
+    """A bold line in a coloured frame (the text keeps the page's colour unless ``color`` says otherwise: the
+    warning colour reads too faintly as text)."""
+    return (
+        f"<div class='{css_class}' style='margin:4px 0;padding:2px 8px;font-weight:bold;color:{color};"
+        f"border:2px solid {border}'>{escape(text)}</div>"
+    )
+
+
 def _details_html(call: Call) -> str:
     job = call.job
     connection = call.connection
     tool = job.tool
-    path = "raw MCP call" if job.raw else "PurrA read tool"
+    path = "raw MCP call" if job.raw else f"PurrA {job.effect} tool" + (" (confirm policy)" if job.write else "")
     verdict = "callable under PurrA" if tool.callable else "outside the PurrA profile: " + "; ".join(tool.reasons)
     rows = [
         ("server", f"{connection.name} ({connection.transport}: {connection.config.target})"),
@@ -181,12 +197,13 @@ def _details_html(call: Call) -> str:
         f" · <small>arguments digest</small> <code class='purra-digest' title='{digest}'>"
         f"{escape(short_digest(call.arguments_digest))}</code></div>"
     )
-    banner = (
-        f"<div class='purra-raw-banner' style='margin:4px 0;padding:2px 8px;font-weight:bold;"
-        f"border:2px solid {WARN_COLOR}'>{escape(RAW_BANNER)}</div>"
-        if job.raw
-        else ""
-    )
+    banner = _banner("purra-raw-banner", RAW_BANNER, WARN_COLOR) if job.raw else ""
+    if job.write is not None:
+        css = f"purra-effect-banner purra-effect-{job.effect}"
+        if job.effect == DESTRUCTIVE:
+            banner += _banner(css, EFFECT_BANNERS[job.effect], ERROR_COLOR, ERROR_COLOR)
+        else:
+            banner += _banner(css, EFFECT_BANNERS[job.effect], WARN_COLOR)
     label, shown = job.shown_arguments
     arguments = pre(json.dumps(shown, indent=2, ensure_ascii=False))
     table = key_value_table(rows, "purra-approval-details")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from IPython import get_ipython
 from IPython.display import display, update_display
 
+from ..catalog import READ
 from ..envelope import Envelope, RawResult
 from ..markup import pre
 from ..wire import DENIED, DONE, ENVELOPE_MIME, PENDING, RAW_RESULT_MIME, RUNNING, VOID
@@ -116,24 +117,27 @@ def decision_data(call: Call) -> dict[str, Any]:
         "at": decision.at.isoformat(timespec="seconds") if decision else "",
         "server": call.connection.name,
         "tool": call.job.remote,
+        "effect": call.job.effect,
         "argumentsDigest": call.arguments_digest,
     }
 
 
 def _decision_head(call: Call, data: dict[str, Any]) -> dict[str, str]:
-    """The record's first line, e.g. ``approved (approved by a click) at 2026-12-01 15:40:02 · demo/greet ·
-    arguments digest 1a2b…``, and its HTML with the arguments folded below."""
+    """The record's first line, e.g. ``approved (approved by a click) at 2026-12-01 15:40:02 · demo/add_note
+    (write) · arguments digest 1a2b…``, and its HTML with the arguments folded below."""
     at = data["at"].replace("T", " ")[:19]
+    effect = f" ({data['effect']})" if data["effect"] != READ else ""
     digest = short_digest(call.arguments_digest)
     label, shown = call.job.shown_arguments
     arguments = json.dumps(shown, indent=2, ensure_ascii=False)
     html = (
         f"<div class='purra-decision' style='text-align:left'><b>{escape(data['state'])}</b> "
         f"({escape(data['how'])}) at {escape(at)} · {escape(data['server'])}/<code>{escape(data['tool'])}</code>"
-        f" · arguments digest <code title='{escape(call.arguments_digest, quote=True)}'>{escape(digest)}</code>"
-        f"<details><summary>{escape(label)}</summary>{pre(arguments)}</details></div>"
+        f"{escape(effect)} · arguments digest <code title='{escape(call.arguments_digest, quote=True)}'>"
+        f"{escape(digest)}</code><details><summary>{escape(label)}</summary>{pre(arguments)}</details></div>"
     )
-    text = f"{data['state']} ({data['how']}) at {at} · {data['server']}/{data['tool']} · arguments digest {digest}"
+    tool = f"{data['server']}/{data['tool']}{effect}"
+    text = f"{data['state']} ({data['how']}) at {at} · {tool} · arguments digest {digest}"
     return {TEXT_HTML: html, TEXT_PLAIN: text}
 
 

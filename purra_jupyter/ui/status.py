@@ -37,7 +37,7 @@ class SessionStatus(widgets.HTML):
     def _redraw(self, change: Any = None) -> None:
         connection, catalog = self.connection, self.bindings.catalog
         tools = f"{len(catalog)} tools, {sum(t.callable for t in catalog.tools)} callable"
-        bound = ", ".join(self.bindings.local_names()) or "none"
+        bound = ", ".join(tool.bound_label for tool in catalog.tools if tool.bound_as) or "none"
         errors = connection.log.events(EVENT_ERROR)
         last_error = connection.cause or (errors[-1].detail if errors else "none")
         color = _COLORS.get(connection.state, ERROR_COLOR)

@@ -1,0 +1,440 @@
+"""Write tools under PurrA's confirm policy: bound through purra-mcp's ``discover_mcp_write_tools``, every call
+behind its own approval, results with purra's ``effect_state``; against the demo's notes store and the
+published mcp-server-git in a temporary repository."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from conftest import assert_safe, demo_config, wait_until
+from IPython.core.error import UsageError
+from purra.contracts import ToolPolicy
+from purra_mcp import McpWriteToolBinding, discover_mcp_write_tools
+
+import purra_jupyter as pj
+from purra_jupyter.bindings import call_limits
+from purra_jupyter.envelope import Envelope
+from purra_jupyter.ui.approval import EFFECT_BANNERS, PendingCall
+
+BIN = Path(sys.executable).parent
+EMPTY = {"text": [], "structured": None}
+
+
+@pytest.fixture
+def demo() -> Iterator[pj.McpSession]:
+    with pj.connect(demo_config(), approval="auto") as session:
+        yield session
+
+
+def notes(session: pj.McpSession) -> list[dict[str, str]]:
+    """The demo server's notes, read through the raw SDK client (not the kit's call path)."""
+    return session.connection.request(lambda client: client.call_tool("list_notes", {})).structuredContent["notes"]
+
+
+def counts(session: pj.McpSession) -> dict[str, int]:
+    return session.connection.request(lambda client: client.call_tool("call_counts", {})).structuredContent["counts"]
+
+
+def bind_notes(session: pj.McpSession) -> None:
+    session.bind("add_note", effect="write", scope_validator=pj.allow_any_scope)
+    session.bind("delete_note", effect="destructive", scope_validator=pj.allow_any_scope, scope_id="notes")
+
+
+def decided(pending: Any, button: str) -> Any:
+    getattr(pending.widget, f"{button}_button").click()
+    wait_until(lambda: pending.state in ("done", "denied", "void"), what=f"the call to settle after {button}")
+    return pending.result
+
+
+# --- the demo's notes store -------------------------------------------------------------------------------
+
+
+def test_a_write_and_a_destructive_call_each_denied_once_and_approved_once(demo: pj.McpSession) -> None:
+    bind_notes(demo)
+    read = demo.call("echo", {"text": "auto"})
+    assert isinstance(read, Envelope) and read.ok  # the session's auto policy approves reads ...
+    assert read.effect_state == "not_started"  # ... and a read changes nothing, as purra reports it
+
+    pending = demo.call("add_note", {"text": "first"})
+    assert isinstance(pending, PendingCall) and pending.state == "pending"  # ... but never a write
+    denied = decided(pending, "deny")
+    assert denied.error_code == "mcp_approval_denied" and denied.effect_state == "not_started"
+    assert notes(demo) == [] and "add_note" not in counts(demo)  # nothing reached the server
+
+    added = decided(demo.call("add_note", {"text": "first"}), "approve")
+    assert added.ok and added.effect_state == "committed" and added.structured == {"id": "note-1", "count": 1}
+    assert notes(demo) == [{"id": "note-1", "text": "first"}]
+
+    pending = demo.call("delete_note", {"id": "note-1"})
+    assert isinstance(pending, PendingCall)
+    assert decided(pending, "deny").effect_state == "not_started"
+    assert notes(demo) == [{"id": "note-1", "text": "first"}]
+    gone = decided(demo.call("delete_note", {"id": "note-1"}), "approve")
+    assert gone.ok and gone.effect_state == "committed" and notes(demo) == []
+    assert counts(demo)["add_note"] == 1 and counts(demo)["delete_note"] == 1
+
+    in_code = demo.call("add_note", {"text": "second"}, approve=True)  # allowed, and logged as such
+    assert in_code.effect_state == "committed" and notes(demo) == [{"id": "note-2", "text": "second"}]
+    approvals = [row.detail for row in demo.log.events("approval")]
+    assert any(d.startswith("approved in code: add_note (write), args ") for d in approvals), approvals
+    assert any(d.startswith("approved by a click: delete_note (destructive)") for d in approvals), approvals
+    assert not any("auto policy: add_note" in d or "auto policy: delete_note" in d for d in approvals)
+    binds = [row.detail for row in demo.log.events("bind")]
+    assert "bound add_note as write tool add_note with pj.allow_any_scope: no scope is checked" in binds
+
+
+def test_the_deny_policy_refuses_a_write_approved_in_code() -> None:
+    with pj.connect(demo_config(), approval="deny") as session:
+        bind_notes(session)
+        refused = session.call("add_note", {"text": "x"}, approve=True)
+        assert refused.error_code == "mcp_approval_denied" and refused.effect_state == "not_started"
+        assert notes(session) == []
+
+
+def test_interrupt_during_a_slow_write_after_dispatch_leaves_its_effect_unknown(demo: pj.McpSession) -> None:
+    bind_notes(demo)
+
+    def interrupt_when_the_server_waits() -> None:
+        wait_until(lambda: "add_note: waiting 20" in demo.stderr, what="the server to start the slow write")
+        os.kill(os.getpid(), signal.SIGINT)
+
+    watcher = threading.Thread(target=interrupt_when_the_server_waits)
+    watcher.start()
+    result = demo.call("add_note", {"text": "slow", "delay_seconds": 20}, approve=True)  # a result, not a raise
+    watcher.join()
+    assert result.error_code == "mcp_canceled" and result.effect_state == "unknown"
+    assert result.to_dict() == EMPTY
+    assert "the write may have happened" in repr(result)
+    html = result._repr_mimebundle_()["text/html"]
+    assert "purra-effect-unknown" in html and "the write may have happened" in html
+    assert result._repr_mimebundle_()["application/vnd.purra.envelope+json"]["effectState"] == "unknown"
+    assert demo.state == "ready"
+    wait_until(lambda: "add_note: cancelled" in demo.stderr or "discarded" in str(demo.log.last(5)), what="cancel")
+    assert demo.ping() >= 0 and demo.state == "ready"
+    # the server was told to cancel the write; here it had not stored the note yet (the kit cannot know that)
+    assert notes(demo) == []
+
+    timed_out = demo.call("add_note", {"text": "late", "delay_seconds": 5}, approve=True, timeout=0.5)
+    assert (timed_out.error_code, timed_out.effect_state) == ("mcp_canceled", "unknown")
+    assert demo.call("add_note", {"text": "after"}, approve=True).effect_state == "committed"
+    assert demo.state == "ready"
+
+
+def test_cancel_on_a_running_write_settles_it_unknown(demo: pj.McpSession) -> None:
+    bind_notes(demo)
+    pending = demo.call("add_note", {"text": "slow", "delay_seconds": 20})
+    pending.widget.approve_button.click()
+    wait_until(lambda: "add_note: waiting 20" in demo.stderr, what="the server to start the slow write")
+    pending.widget.cancel_button.click()
+    wait_until(lambda: pending.state == "done", what="the cancelled write to settle")
+    assert (pending.result.error_code, pending.result.effect_state) == ("mcp_canceled", "unknown")
+    assert pending._repr_mimebundle_()["text/plain"].startswith("failed (approved by a click)")
+
+
+def test_a_batch_of_writes_needs_one_approval_and_runs_one_row_at_a_time(demo: pj.McpSession) -> None:
+    bind_notes(demo)
+    rows = pd.DataFrame({"text": ["a", "b", "", "c"]})
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.evaluate("add_note", rows, concurrency=2, approve=True)
+    assert caught.value.code == "mcp_evaluate_not_concurrency_safe"
+    pending = demo.evaluate("add_note", rows)  # auto approves no write, a batch neither
+    assert isinstance(pending, PendingCall) and pending.state == "pending"
+    html = pending.widget.children[0].value
+    assert EFFECT_BANNERS["write"] in html and "3 calls, at most 1 at once" in html
+    assert "1 rows refused before approval" in html
+    frame = decided(pending, "approve")
+    assert list(frame["effect_state"]) == ["committed", "committed", "not_started", "committed"]
+    assert str(frame["effect_state"].dtype) == "string"
+    assert [note["text"] for note in notes(demo)] == ["a", "b", "c"]
+    assert counts(demo)["add_note"] == 3
+
+
+def test_the_approval_widget_shows_the_effect_identity_digest_and_arguments(demo: pj.McpSession) -> None:
+    bind_notes(demo)
+    pending = demo.call("delete_note", {"id": "<b>note-1</b>"})
+    html = pending.widget.children[0].value
+    snapshot = demo.write_bindings
+    assert EFFECT_BANNERS["destructive"] in html and "purra-effect-destructive" in html
+    assert "PurrA destructive tool (confirm policy)" in html
+    entry = next(e for e in snapshot["entries"] if e["remoteName"] == "delete_note")
+    identity = entry["authorization"]
+    assert identity["bindingId"] == "demo/delete_note" and identity["scopeId"] == "notes"
+    assert f"demo/delete_note (revision {identity['bindingRevision']})" in html
+    assert f"notes (revision {identity['scopeRevision']})" in html
+    assert snapshot["revisionDigest"] in html  # the write catalog's digest the approval is bound to
+    assert "&lt;b&gt;note-1&lt;/b&gt;" in html
+    assert_safe(html, "<b>note-1</b>")
+    record = decided(pending, "deny")
+    assert record.error_code == "mcp_approval_denied"
+    bundle = pending._repr_mimebundle_()
+    assert bundle["application/vnd.purra.envelope+json"]["decision"]["effect"] == "destructive"
+    assert "demo/delete_note (destructive)" in bundle["text/plain"]
+
+
+def test_a_call_planned_before_its_write_binding_changed_is_void(demo: pj.McpSession) -> None:
+    demo.bind("add_note", effect="write", scope_validator=pj.allow_any_scope)
+    pending = demo.call("add_note", {"text": "x"})
+    before = demo.write_bindings["revisionDigest"]
+    demo.bind("delete_note", effect="destructive", scope_validator=pj.allow_any_scope)  # a new write catalog
+    assert demo.write_bindings["revisionDigest"] != before
+    pending.approve()
+    assert pending.state == "void" and pending.result.error_code == "mcp_catalog_stale"
+    assert "binding changed" in pending.result.message and notes(demo) == []
+
+
+# --- binding writes, and honest read declarations ------------------------------------------------------------
+
+
+def test_a_read_declaration_against_the_servers_hints_is_refused(demo: pj.McpSession) -> None:
+    for tool in ("add_note", "delete_note"):
+        with pytest.raises(pj.McpSessionError) as caught:
+            demo.bind(tool)
+        assert caught.value.code == "mcp_not_read_only"
+        assert "readOnlyHint: false" in caught.value.message
+        assert "effect='write'" in caught.value.message and "assume_read_only=True" in caught.value.message
+        with pytest.raises(pj.McpSessionError) as caught:  # calling it unbound would declare it read
+            demo.call(tool, {"text": "x"} if tool == "add_note" else {"id": "x"}, approve=True)
+        assert caught.value.code == "mcp_not_read_only"
+    assert "add_note" not in counts(demo) and demo.bindings is None and demo.write_bindings is None
+    entry = demo.bind("add_note", assume_read_only=True)
+    assert entry["policy"]["mode"] == "read"
+    logged = [row.detail for row in demo.log.events("bind")]
+    assert any("although its server marks it readOnlyHint: false (assume_read_only=True)" in d for d in logged)
+    assert demo.call("add_note", {"text": "x"}).effect_state == "not_started"  # purra's word for a read
+    assert demo.catalog["add_note"].bound_label == "add_note (read)"
+    assert demo.bind("echo")["policy"]["mode"] == "read"  # hints that say read change nothing
+
+
+def test_a_write_binding_needs_a_scope_validator_and_a_valid_identity(demo: pj.McpSession) -> None:
+    attempts = [
+        {"effect": "write"},
+        {"effect": "write", "scope_validator": "not callable"},
+        {"effect": "remove", "scope_validator": pj.allow_any_scope},
+        {"effect": "write", "scope_validator": pj.allow_any_scope, "concurrency_safe": True},
+        {"effect": "write", "scope_validator": pj.allow_any_scope, "scope_id": " padded "},
+    ]
+    for options in attempts:
+        with pytest.raises(pj.McpSessionError) as caught:
+            demo.bind("add_note", **options)
+        assert caught.value.code == "mcp_binding_invalid", options
+    assert demo.write_bindings is None
+    demo.bind("add_note", effect="write", scope_validator=pj.allow_any_scope, local_name="note")
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.bind("echo", local_name="note")  # reads and writes share the names a host registers
+    assert caught.value.code == "mcp_name_conflict"
+    with pytest.raises(pj.McpSessionError) as caught:
+        demo.bind("add_note", effect="write", scope_validator=pj.allow_any_scope)
+    assert caught.value.code == "mcp_binding_invalid" and "already bound as write tool 'note'" in caught.value.message
+
+
+def test_the_scope_validator_decides_before_anything_is_sent(demo: pj.McpSession) -> None:
+    def only_short_notes(state: Any, arguments: dict[str, Any], signal: Any = None) -> str | None:
+        return None if len(arguments["text"]) <= 5 else "notes of this scope are at most 5 characters"
+
+    def broken(state: Any, arguments: dict[str, Any], signal: Any = None) -> None:
+        raise RuntimeError("validator bug")
+
+    demo.bind("add_note", effect="write", scope_validator=only_short_notes, scope_id="short", scope_revision="2")
+    demo.bind("delete_note", effect="destructive", scope_validator=broken)
+    denied = demo.call("add_note", {"text": "far too long"}, approve=True)
+    assert (denied.error_code, denied.effect_state) == ("mcp_scope_denied", "not_started")
+    failed = demo.call("delete_note", {"id": "note-1"}, approve=True)
+    assert (failed.error_code, failed.effect_state) == ("mcp_host_error", "not_started")
+    assert "validator bug" in failed.message
+    assert "add_note" not in counts(demo) and "delete_note" not in counts(demo)
+    assert demo.call("add_note", {"text": "ok"}, approve=True).effect_state == "committed"
+
+
+def test_a_refresh_that_drops_a_write_binding_says_so(demo: pj.McpSession) -> None:
+    demo.connection.request(lambda client: client.call_tool("toggle_extra_tool", {}))
+    wait_until(lambda: demo.state == "stale", what="the session to turn stale")
+    demo.refresh()
+    demo.bind("extra_tool", effect="write", scope_validator=pj.allow_any_scope)
+    demo.bind("add_note", effect="write", scope_validator=pj.allow_any_scope)
+    demo.connection.request(lambda client: client.call_tool("toggle_extra_tool", {}))
+    wait_until(lambda: demo.state == "stale", what="the session to turn stale")
+    catalog = demo.refresh()
+    assert catalog.dropped == ("extra_tool",)
+    assert [entry["remoteName"] for entry in demo.write_bindings["entries"]] == ["add_note"]
+    logged = [row.detail for row in demo.log.events("bind")]
+    assert any(d.startswith("dropped the binding of extra_tool (a write tool, extra_tool)") for d in logged)
+    demo.unbind("add_note")
+    assert demo.write_bindings is None
+    assert any(d == "unbound add_note (add_note, write)" for d in (row.detail for row in demo.log.events("bind")))
+
+
+def test_the_write_snapshot_and_envelopes_equal_purras(demo: pj.McpSession) -> None:
+    """The same bindings through purra-mcp directly: the same snapshot (digest included), and for the same
+    calls the same envelope, error code and effect state as its registration handler."""
+    bind_notes(demo)
+    identity = {remote: entry["authorization"] for remote, entry in
+                ((e["remoteName"], e) for e in demo.write_bindings["entries"])}  # fmt: skip
+    bindings = {
+        remote: McpWriteToolBinding(
+            remote,
+            ToolPolicy(mode="confirm", title=remote, risk_level=identity[remote]["effect"]),
+            pj.allow_any_scope,
+            identity[remote]["bindingId"],
+            identity[remote]["bindingRevision"],
+            identity[remote]["scopeId"],
+            identity[remote]["scopeRevision"],
+            identity[remote]["effect"],
+        )
+        for remote in ("add_note", "delete_note")
+    }
+    host = demo.connection.request(
+        lambda client: discover_mcp_write_tools(
+            client, "demo", bindings, monitor=demo.monitor, limits=call_limits(demo.limits)
+        )
+    )
+    assert demo.write_bindings == host.snapshot.to_mapping()
+    assert demo.write_bindings["schemaVersion"] == 2
+    handlers = {registration.schema.name: registration for registration in host.registrations}
+    assert handlers["delete_note"].approval_binding["bindingRevision"] == demo.write_bindings["revisionDigest"]
+    for name, arguments in [("delete_note", {"id": "missing"}), ("add_note", {"text": ""})]:
+        expected = demo.connection.request(lambda client, n=name, a=arguments: handlers[n].handler(None, a))
+        envelope = demo.call(name, arguments, approve=True)
+        assert envelope.to_dict() == EMPTY and envelope.json == expected.content
+        assert (envelope.error_code, envelope.effect_state) == (expected.error_code, expected.effect_state.value)
+    # a tool error after the write was sent: purra cannot say it did nothing
+    assert demo.call("delete_note", {"id": "missing"}, approve=True).effect_state == "unknown"
+
+
+# --- mcp-server-git in a temporary repository ------------------------------------------------------------
+
+
+def git(repository: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repository), *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repository(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    git(path, "config", "user.name", "Notebook Tester")
+    git(path, "config", "user.email", "tester@example.invalid")
+    (path / "a.txt").write_text("one\n")
+    return path
+
+
+def test_git_add_commit_and_reset_as_writes_against_mcp_server_git(repository: Path) -> None:
+    config = pj.ServerConfig("git", command=str(BIN / "mcp-server-git"), args=["--repository", str(repository)])
+
+    def this_repository(state: Any, arguments: dict[str, Any], signal: Any = None) -> str | None:
+        return None if arguments.get("repo_path") == str(repository) else "only the test's repository"
+
+    with pj.connect(config, approval="auto") as session:
+        with pytest.raises(pj.McpSessionError) as caught:
+            session.bind("git_commit")
+        assert caught.value.code == "mcp_not_read_only" and "readOnlyHint: false" in caught.value.message
+        for tool in ("git_add", "git_commit"):
+            session.bind(tool, effect="write", scope_validator=this_repository, scope_id=str(repository))
+        session.bind("git_reset", effect="destructive", scope_validator=this_repository)
+        frame = session.catalog.to_frame()
+        assert frame.loc["git_commit", "bound_as"] == "git_commit (write)"
+        assert frame.loc["git_reset", "bound_as"] == "git_reset (destructive)"
+        assert frame.loc["git_status", "bindable_as"] == "read" and frame.loc["git_add", "bindable_as"] == "write"
+
+        outside = session.call("git_add", {"repo_path": "/", "files": ["a.txt"]}, approve=True)
+        assert (outside.error_code, outside.effect_state) == ("mcp_scope_denied", "not_started")
+
+        staged = session.call("git_add", {"repo_path": str(repository), "files": ["a.txt"]}, approve=True)
+        assert staged.ok and staged.effect_state == "committed", staged
+        assert "A  a.txt" in git(repository, "status", "--short")
+        pending = session.call("git_commit", {"repo_path": str(repository), "message": "first commit"})
+        assert isinstance(pending, PendingCall)  # the auto policy covers reads only
+        committed = decided(pending, "approve")
+        assert committed.ok and committed.effect_state == "committed", committed
+        assert git(repository, "log", "--format=%s").splitlines() == ["first commit"]
+
+        (repository / "b.txt").write_text("two\n")
+        session.call("git_add", {"repo_path": str(repository), "files": ["b.txt"]}, approve=True)
+        assert "A  b.txt" in git(repository, "status", "--short")
+        reset = decided(session.call("git_reset", {"repo_path": str(repository)}), "approve")
+        assert reset.ok and reset.effect_state == "committed", reset
+        assert "?? b.txt" in git(repository, "status", "--short")  # unstaged again
+        assert git(repository, "log", "--format=%s").splitlines() == ["first commit"]
+
+
+def test_git_write_envelopes_equal_purras_registration_handler(repository: Path) -> None:
+    git(repository, "add", "a.txt")
+    git(repository, "commit", "-q", "-m", "start")  # git_reset unstages against a HEAD
+    (repository / "a.txt").write_text("changed\n")
+    config = pj.ServerConfig("git", command=str(BIN / "mcp-server-git"), args=["--repository", str(repository)])
+    with pj.connect(config) as session:
+        session.bind("git_add", effect="write", scope_validator=pj.allow_any_scope)
+        session.bind("git_reset", effect="destructive", scope_validator=pj.allow_any_scope)
+        entries = {entry["remoteName"]: entry["authorization"] for entry in session.write_bindings["entries"]}
+        bindings = {
+            remote: McpWriteToolBinding(
+                remote,
+                ToolPolicy(mode="confirm", title=remote, risk_level=identity["effect"]),
+                pj.allow_any_scope,
+                identity["bindingId"],
+                identity["bindingRevision"],
+                identity["scopeId"],
+                identity["scopeRevision"],
+                identity["effect"],
+            )
+            for remote, identity in entries.items()
+        }
+        host = session.connection.request(
+            lambda client: discover_mcp_write_tools(
+                client, "git", bindings, monitor=session.monitor, limits=call_limits(session.limits)
+            )
+        )
+        assert session.write_bindings == host.snapshot.to_mapping()
+        handlers = {registration.schema.name: registration.handler for registration in host.registrations}
+        calls = [
+            ("git_add", {"repo_path": str(repository), "files": ["a.txt"]}),
+            ("git_reset", {"repo_path": str(repository)}),
+            ("git_add", {"repo_path": str(repository), "files": ["missing.txt"]}),  # a tool error, after dispatch
+        ]
+        # the same sequence twice from the same repository state: first through purra-mcp, then through the kit
+        expected = [
+            session.connection.request(lambda client, n=name, a=arguments: handlers[n](None, a))
+            for name, arguments in calls
+        ]
+        envelopes = [session.call(name, arguments, approve=True) for name, arguments in calls]
+        for (name, _), envelope, handled in zip(calls, envelopes, expected, strict=True):
+            assert envelope.json == handled.content and envelope.error_code == handled.error_code, name
+            assert envelope.effect_state == handled.effect_state.value, name
+        assert [envelope.effect_state for envelope in envelopes] == ["committed", "committed", "unknown"]
+        assert envelopes[-1].error_code == "mcp_tool_error" and envelopes[-1].server_text
+
+
+# --- magics ---------------------------------------------------------------------------------------------------
+
+
+def test_mcp_bind_binds_writes_and_refuses_a_write_without_a_scope(ip: Any) -> None:
+    ip.run_line_magic("mcp_connect", f"notes -- {sys.executable} -m purra_jupyter.demo")
+    try:
+        ip.user_ns["short"] = lambda state, arguments, signal=None: None
+        entry = ip.run_line_magic("mcp_bind", "notes add_note --write --scope-validator short --scope-id s")
+        assert entry["policy"]["riskLevel"] == "write" and entry["authorization"]["scopeId"] == "s"
+        assert "scope" in repr(entry) and "s (revision 1)" in repr(entry)
+        entry = ip.run_line_magic("mcp_bind", "notes delete_note --destructive --allow-any-scope")
+        assert entry["authorization"]["effect"] == "destructive"
+        for line in (
+            "notes echo --write",
+            "notes echo --write --scope-validator short --allow-any-scope",
+            "notes echo --write --scope-validator nothing_here",
+        ):
+            with pytest.raises(UsageError):
+                ip.run_line_magic("mcp_bind", line)
+        with pytest.raises(pj.McpSessionError) as caught:
+            ip.run_line_magic("mcp_bind", "notes list_notes --as add_note")
+        assert caught.value.code == "mcp_name_conflict"
+        session = pj.sessions()[0]
+        assert [e["remoteName"] for e in session.write_bindings["entries"]] == ["add_note", "delete_note"]
+    finally:
+        ip.run_line_magic("mcp_disconnect", "--all")
