@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     Binding = McpToolBinding | McpWriteToolBinding
 
 MAX_TIMEOUT_MS = 300_000
-DEFAULT_SCOPE_REVISION = "1"
+DEFAULT_REVISION = "1"
 
 
 async def allow_any_scope(state: Any, arguments: Any, signal: Any = None) -> None:
@@ -286,11 +286,11 @@ class Bindings(HasTraits):
         )
 
     def default_identity(self, remote: str, local: str) -> WriteIdentity:
-        """The identity a write binding gets when none is given: binding id ``SESSION/TOOL``, binding revision
-        the digest of the tool as listed (a new definition, a new revision), scope id the session's name,
-        scope revision ``1``."""
-        revision = digest_of([self.catalog[remote]]) if remote in self.catalog else DEFAULT_SCOPE_REVISION
-        return WriteIdentity(f"{self.connection.name}/{local}", revision, self.connection.name, DEFAULT_SCOPE_REVISION)
+        """The identity a write binding gets when none is given: binding id ``SESSION/LOCAL_NAME``, binding
+        revision the digest of the tool as listed (a new definition, a new revision), scope id the session's
+        name, scope revision ``1``."""
+        revision = digest_of([self.catalog[remote]]) if remote in self.catalog else DEFAULT_REVISION
+        return WriteIdentity(f"{self.connection.name}/{local}", revision, self.connection.name, DEFAULT_REVISION)
 
     # --- changing (each one request on the loop, within the session's timeout) ----------------
 

@@ -107,3 +107,45 @@ def test_kernel_interrupt_during_a_slow_request_gives_mcp_interrupted_and_the_se
     assert results(after) == ["('ready', {'text': 'ok'})"]
     closed = run_cell(client, "s.close(); s.state, pj.sessions()")
     assert results(closed) == ["('closed', [])"]
+
+
+def test_kernel_interrupt_during_a_slow_write_returns_its_unknown_effect_and_the_session_survives(
+    kernel: tuple[KernelManager, BlockingKernelClient], tmp_path: Path
+) -> None:
+    """A write interrupted after it was sent is not an error: the cell shows its result, ``mcp_canceled`` with
+    ``effect_state`` unknown, which says the write may have happened."""
+    manager, client = kernel
+    marker = tmp_path / "writing"
+    opened = run_cell(
+        client,
+        "import sys, threading, time, pathlib\n"
+        "import purra_jupyter as pj\n"
+        "s = pj.connect(pj.ServerConfig('demo', command=sys.executable, args=['-m', 'purra_jupyter.demo']))\n"
+        "s.bind('add_note', effect='write', scope_validator=pj.allow_any_scope)\n"
+        "s.state",
+    )
+    assert not errors(opened) and results(opened) == ["'ready'"]
+    msg_id = client.execute(
+        "def mark():\n"
+        "    while 'add_note: waiting 30' not in s.stderr:\n"
+        "        time.sleep(0.01)\n"
+        f"    pathlib.Path({str(marker)!r}).touch()\n"
+        "threading.Thread(target=mark, daemon=True).start()\n"
+        "e = s.call('add_note', {'text': 'slow', 'delay_seconds': 30}, approve=True, timeout=60)\n"
+        "e.error_code, e.effect_state, e.to_dict()\n"
+    )
+    wait_until(marker.exists, timeout=30, what="the server to start the slow write")
+    manager.interrupt_kernel()
+    messages = collect(client, msg_id, timeout=15)
+    assert not errors(messages), errors(messages)
+    assert results(messages) == ["('mcp_canceled', 'unknown', {'text': [], 'structured': None})"]
+    after = run_cell(
+        client,
+        "deadline = time.monotonic() + 20\n"
+        "while 'add_note: cancelled before storing' not in s.stderr:\n"
+        "    assert time.monotonic() < deadline, 'the server did not stop the write'\n"
+        "    time.sleep(0.05)\n"
+        "s.state, s.call('add_note', {'text': 'next'}, approve=True).effect_state",
+    )
+    assert not errors(after), errors(after)
+    assert results(after) == ["('ready', 'committed')"]

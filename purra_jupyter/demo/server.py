@@ -396,7 +396,11 @@ def build_server() -> DemoServer:
                 if delay:
                     request_id = server.request_context.request_id
                     print(f"add_note: waiting {delay:g} s (request {request_id})", file=sys.stderr, flush=True)
-                    await anyio.sleep(delay)  # cancelled (notifications/cancelled): nothing is stored
+                    try:
+                        await anyio.sleep(delay)
+                    except anyio.get_cancelled_exc_class():  # notifications/cancelled: nothing is stored
+                        print(f"add_note: cancelled before storing (request {request_id})", file=sys.stderr, flush=True)
+                        raise
                 server.notes_added += 1
                 key = f"note-{server.notes_added}"
                 server.notes[key] = arguments["text"]

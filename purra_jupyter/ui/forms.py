@@ -393,7 +393,7 @@ class ToolForm(SchemaForm):
         return self.pending
 
     def _ipython_display_(self) -> None:
-        path = "a raw call (JSON editor)" if self.raw else "a PurrA read call"
+        path = "a raw call (JSON editor)" if self.raw else f"a PurrA {self.tool.bound_effect or 'read'} call"
         bundle = dict(self._repr_mimebundle_() or {})
         bundle.update(plain_bundle(f"argument form for {self.tool.name}: {path}; it needs a running kernel"))
         display(bundle, raw=True)
