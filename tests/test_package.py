@@ -15,6 +15,7 @@ def test_public_names_are_pinned() -> None:
         "McpSessionError",
         "ServerConfig",
         "__version__",
+        "allow_any_scope",
         "connect",
         "load_servers",
         "sessions",

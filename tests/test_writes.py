@@ -100,6 +100,23 @@ def test_the_deny_policy_refuses_a_write_approved_in_code() -> None:
         assert notes(session) == []
 
 
+def test_writes_over_streamable_http(demo_http_url: str) -> None:
+    """The same contract over HTTP (one demo server for every HTTP test: its notes store is shared, so the test
+    counts what it adds)."""
+    with pj.connect(pj.ServerConfig("notes-http", url=demo_http_url), approval="auto") as session:
+        bind_notes(session)
+        before = len(notes(session))
+        assert decided(session.call("add_note", {"text": "over http"}), "deny").effect_state == "not_started"
+        assert len(notes(session)) == before
+        added = decided(session.call("add_note", {"text": "over http"}), "approve")
+        assert added.effect_state == "committed" and len(notes(session)) == before + 1
+        late = session.call("add_note", {"text": "late", "delay_seconds": 5}, approve=True, timeout=0.5)
+        assert (late.error_code, late.effect_state) == ("mcp_canceled", "unknown")
+        gone = session.call("delete_note", {"id": added.structured["id"]}, approve=True)
+        assert gone.effect_state == "committed" and session.state == "ready"
+        assert added.structured["id"] not in [note["id"] for note in notes(session)]
+
+
 def test_interrupt_during_a_slow_write_after_dispatch_leaves_its_effect_unknown(demo: pj.McpSession) -> None:
     bind_notes(demo)
 
