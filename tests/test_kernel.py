@@ -53,34 +53,53 @@ def results(messages: list[dict]) -> list[str]:
     return [m["content"]["data"]["text/plain"] for m in messages if m["msg_type"] == "execute_result"]
 
 
+OPEN_DEMO = (
+    "import sys, threading, time, pathlib\n"
+    "import purra_jupyter as pj\n"
+    "s = pj.connect(pj.ServerConfig('demo', command=sys.executable, args=['-m', 'purra_jupyter.demo']))\n"
+    "def until(condition, what, seconds=20):\n"  # a wait with a deadline, in the kernel
+    "    deadline = time.monotonic() + seconds\n"
+    "    while not condition():\n"
+    "        assert time.monotonic() < deadline, what\n"
+    "        time.sleep(0.05)\n"
+)
+
+
+def open_demo(client: BlockingKernelClient, setup: str = "") -> None:
+    """A session ``s`` on the demo server, in the kernel (and ``setup`` run after it)."""
+    opened = run_cell(client, OPEN_DEMO + setup + "s.state")
+    assert not errors(opened) and results(opened) == ["'ready'"]
+
+
+def interrupted(
+    kernel: tuple[KernelManager, BlockingKernelClient], marker: Path, logged: str, cell: str
+) -> tuple[list[dict], float]:
+    """Run ``cell`` and interrupt the kernel once the server's stderr shows ``logged`` (the request is in flight:
+    a watcher thread in the cell marks the moment); the cell's messages, and the seconds from the interrupt to
+    the cell's end."""
+    manager, client = kernel
+    msg_id = client.execute(
+        "def mark():\n"
+        f"    while {logged!r} not in s.stderr:\n"
+        "        time.sleep(0.01)\n"
+        f"    pathlib.Path({str(marker)!r}).touch()\n"
+        "threading.Thread(target=mark, daemon=True).start()\n" + cell
+    )
+    wait_until(marker.exists, timeout=30, what=f"the server to log {logged!r}")
+    interrupted_at = time.monotonic()
+    manager.interrupt_kernel()
+    messages = collect(client, msg_id, timeout=15)
+    return messages, time.monotonic() - interrupted_at
+
+
 def test_kernel_interrupt_during_a_slow_request_gives_mcp_interrupted_and_the_session_survives(
     kernel: tuple[KernelManager, BlockingKernelClient], tmp_path: Path
 ) -> None:
-    manager, client = kernel
-    marker = tmp_path / "sleeping"
-    opened = run_cell(
-        client,
-        "import sys, threading, time, pathlib\n"
-        "import purra_jupyter as pj\n"
-        "s = pj.connect(pj.ServerConfig('demo', command=sys.executable, args=['-m', 'purra_jupyter.demo']))\n"
-        "s.state",
+    client = kernel[1]
+    open_demo(client)
+    messages, elapsed = interrupted(
+        kernel, tmp_path / "sleeping", "sleep: 30", "s.call('sleep', {'seconds': 30}, approve=True, timeout=60)\n"
     )
-    assert not errors(opened) and results(opened) == ["'ready'"]
-
-    # The cell's watcher thread marks the moment the server has the request in flight.
-    msg_id = client.execute(
-        "def mark():\n"
-        "    while 'sleep: 30' not in s.stderr:\n"
-        "        time.sleep(0.01)\n"
-        f"    pathlib.Path({str(marker)!r}).touch()\n"
-        "threading.Thread(target=mark, daemon=True).start()\n"
-        "s.call('sleep', {'seconds': 30}, approve=True, timeout=60)\n"
-    )
-    wait_until(marker.exists, timeout=30, what="the server to start sleeping")
-    interrupted_at = time.monotonic()
-    manager.interrupt_kernel()
-    messages = collect(client, msg_id, timeout=10)
-    elapsed = time.monotonic() - interrupted_at
     [error] = errors(messages)
     assert error["ename"] == "McpSessionError"
     assert error["evalue"].startswith("mcp_interrupted")
@@ -90,10 +109,7 @@ def test_kernel_interrupt_during_a_slow_request_gives_mcp_interrupted_and_the_se
     # The server was told to cancel; its late answer is discarded, and the session holds well after it.
     late = run_cell(
         client,
-        "deadline = time.monotonic() + 20\n"
-        "while not any('discarded' in row.detail for row in s.log.events('cancel')):\n"
-        "    assert time.monotonic() < deadline, 'no late answer'\n"
-        "    time.sleep(0.05)\n"
+        "until(lambda: any('discarded' in row.detail for row in s.log.events('cancel')), 'no late answer')\n"
         "held = time.monotonic() + 5\n"
         "while time.monotonic() < held:\n"
         "    assert s.state == 'ready', s.cause\n"
@@ -114,37 +130,20 @@ def test_kernel_interrupt_during_a_slow_write_returns_its_unknown_effect_and_the
 ) -> None:
     """A write interrupted after it was sent is not an error: the cell shows its result, ``mcp_canceled`` with
     ``effect_state`` unknown, which says the write may have happened."""
-    manager, client = kernel
-    marker = tmp_path / "writing"
-    opened = run_cell(
-        client,
-        "import sys, threading, time, pathlib\n"
-        "import purra_jupyter as pj\n"
-        "s = pj.connect(pj.ServerConfig('demo', command=sys.executable, args=['-m', 'purra_jupyter.demo']))\n"
-        "s.bind('add_note', effect='write', scope_validator=pj.allow_any_scope)\n"
-        "s.state",
-    )
-    assert not errors(opened) and results(opened) == ["'ready'"]
-    msg_id = client.execute(
-        "def mark():\n"
-        "    while 'add_note: waiting 30' not in s.stderr:\n"
-        "        time.sleep(0.01)\n"
-        f"    pathlib.Path({str(marker)!r}).touch()\n"
-        "threading.Thread(target=mark, daemon=True).start()\n"
+    client = kernel[1]
+    open_demo(client, "s.bind('add_note', effect='write', scope_validator=pj.allow_any_scope)\n")
+    messages, _ = interrupted(
+        kernel,
+        tmp_path / "writing",
+        "add_note: waiting 30",
         "e = s.call('add_note', {'text': 'slow', 'delay_seconds': 30}, approve=True, timeout=60)\n"
-        "e.error_code, e.effect_state, e.to_dict()\n"
+        "e.error_code, e.effect_state, e.to_dict()\n",
     )
-    wait_until(marker.exists, timeout=30, what="the server to start the slow write")
-    manager.interrupt_kernel()
-    messages = collect(client, msg_id, timeout=15)
     assert not errors(messages), errors(messages)
     assert results(messages) == ["('mcp_canceled', 'unknown', {'text': [], 'structured': None})"]
     after = run_cell(
         client,
-        "deadline = time.monotonic() + 20\n"
-        "while 'add_note: cancelled before storing' not in s.stderr:\n"
-        "    assert time.monotonic() < deadline, 'the server did not stop the write'\n"
-        "    time.sleep(0.05)\n"
+        "until(lambda: 'add_note: cancelled before storing' in s.stderr, 'the server did not stop the write')\n"
         "s.state, s.call('add_note', {'text': 'next'}, approve=True).effect_state",
     )
     assert not errors(after), errors(after)
