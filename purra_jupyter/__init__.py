@@ -9,7 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from .bindings import allow_any_scope
-from .config import ServerConfig, load_servers
+from .config import OAuth, ServerConfig, load_servers
 from .errors import McpSessionError
 from .session import McpSession, connect, sessions
 
@@ -29,6 +29,7 @@ def load_ipython_extension(ipython: Any) -> None:
 __all__ = [
     "McpSession",
     "McpSessionError",
+    "OAuth",
     "ServerConfig",
     "__version__",
     "allow_any_scope",

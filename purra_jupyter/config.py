@@ -1,8 +1,9 @@
 """Server configurations: validated once, redacted everywhere they are shown.
 
-A ``ServerConfig`` is either stdio (``command``) or Streamable HTTP (``url``). The command and
-its arguments go to the OS as a list, never through a shell. Header and env *values* are
-secrets: ``repr``, errors and logs show them as ``***``.
+A ``ServerConfig`` is either stdio (``command``) or Streamable HTTP (``url``, with static headers or the
+MCP authorization flow, ``OAuth``). The command and its arguments go to the OS as a list, never through a
+shell. Header and env *values*, a client secret and every token are secrets: ``repr``, errors and logs show
+them as ``***``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import ipaddress
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -34,7 +35,8 @@ def _invalid(message: str) -> McpSessionError:
     return McpSessionError(CONFIG_INVALID, message)
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine (127.0.0.0/8, ::1, localhost): the only hosts http:// may reach."""
     if host.lower() == "localhost":
         return True
     try:
@@ -69,6 +71,62 @@ def _query_values(url: str | None) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True, repr=False)
+class OAuth:
+    """The MCP authorization flow (OAuth 2.1 with PKCE) for a url server, run by the MCP SDK's
+    ``OAuthClientProvider``.
+
+    ``scopes``: the scopes to ask for (default: what the server names). ``client_id`` / ``client_secret``: a
+    client registered beforehand (default: dynamic registration, or ``client_metadata_url``, a Client ID
+    Metadata Document the authorization server fetches). ``authorize(url) -> redirected_url``: what a person
+    would do in a browser (open ``url``, log in, return the address the browser was sent to); without it the
+    notebook asks."""
+
+    scopes: Sequence[str] | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+    client_metadata_url: str | None = None
+    authorize: Callable[[str], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.scopes is not None:
+            if isinstance(self.scopes, str) or not all(isinstance(s, str) and s and " " not in s for s in self.scopes):
+                raise _invalid("OAuth scopes must be a list of scope names without spaces.")
+            object.__setattr__(self, "scopes", tuple(self.scopes))
+        for name in ("client_id", "client_secret", "client_metadata_url"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value or any(c in value for c in _LINE_BREAKS)):
+                raise _invalid(f"OAuth {name} must be a non-empty string without line breaks.")
+        if self.client_secret is not None and self.client_id is None:
+            raise _invalid("OAuth client_secret needs the client_id it belongs to.")
+        if self.client_metadata_url is not None and not _is_https_with_path(self.client_metadata_url):
+            raise _invalid(
+                "OAuth client_metadata_url must be an https:// URL with a path (a Client ID Metadata Document)."
+            )
+        if self.authorize is not None and not callable(self.authorize):
+            raise _invalid("OAuth authorize must be a function taking the authorization URL.")
+
+    def __repr__(self) -> str:
+        parts = [f"scopes={list(self.scopes)!r}" if self.scopes is not None else "scopes=None"]
+        if self.client_id is not None:
+            parts.append(f"client_id={self.client_id!r}")
+        if self.client_secret is not None:
+            parts.append(f"client_secret={REDACTED!r}")
+        if self.client_metadata_url is not None:
+            parts.append(f"client_metadata_url={self.client_metadata_url!r}")
+        if self.authorize is not None:
+            parts.append("authorize=<function>")
+        return f"OAuth({', '.join(parts)})"
+
+
+def _is_https_with_path(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme == "https" and bool(parts.hostname) and parts.path not in ("", "/")
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class ServerConfig:
     """How to reach one MCP server; ``timeout`` is in seconds (connect and each request)."""
 
@@ -79,6 +137,7 @@ class ServerConfig:
     cwd: str | Path | None = field(default=None, kw_only=True)
     url: str | None = field(default=None, kw_only=True)
     headers: Mapping[str, str] | None = field(default=None, kw_only=True)
+    oauth: OAuth | None = field(default=None, kw_only=True)
     timeout: float = field(default=30.0, kw_only=True)
 
     def __post_init__(self) -> None:
@@ -102,8 +161,8 @@ class ServerConfig:
 
     def _check_stdio(self) -> None:
         where = f"Server '{self.name}'"
-        if self.headers is not None:
-            raise _invalid(f"{where}: headers apply to url servers only; a stdio server takes env.")
+        if self.headers is not None or self.oauth is not None:
+            raise _invalid(f"{where}: headers and oauth apply to url servers only; a stdio server takes env.")
         if not isinstance(self.command, str) or not self.command.strip():
             raise _invalid(f"{where}: command must be a non-empty string.")
         _check_no_line_breaks(where, "command", self.command)
@@ -134,13 +193,17 @@ class ServerConfig:
             raise _invalid(f"{where}: url must start with https:// (or http:// for a loopback host) and name a host.")
         if parts.username is not None or parts.password is not None:
             raise _invalid(f"{where}: url must not carry credentials; send them in headers instead.")
-        if parts.scheme == "http" and not _is_loopback(host):
+        if parts.scheme == "http" and not is_loopback(host):
             raise _invalid(
                 f"{where}: http:// is allowed only for loopback hosts (127.0.0.0/8, ::1, localhost); "
                 f"use https:// for {host}."
             )
         if self.headers is not None:
             _check_string_mapping(where, "headers", self.headers, _HEADER_NAME)
+        if self.oauth is not None and not isinstance(self.oauth, OAuth):
+            raise _invalid(f"{where}: oauth must be a pj.OAuth(...).")
+        if self.oauth is not None and any(key.lower() == "authorization" for key in self.headers or {}):
+            raise _invalid(f"{where}: give an Authorization header or oauth, not both.")
 
     @property
     def transport(self) -> str:
@@ -158,6 +221,8 @@ class ServerConfig:
         shows a URL, this catches them in texts that httpx, the SDK or a server build)."""
         values = [*(self.env or {}).values(), *(self.headers or {}).values(), *_query_values(self.url)]
         values += [value.split(" ", 1)[1] for value in (self.headers or {}).values() if " " in value.strip()]
+        if self.oauth is not None and self.oauth.client_secret is not None:
+            values.append(self.oauth.client_secret)
         return tuple(value.strip() for value in values if value.strip())
 
     @property
@@ -179,6 +244,8 @@ class ServerConfig:
             parts.append(f"url={redact_url(self.url or '')!r}")
             if self.headers is not None:
                 parts.append(f"headers={ {key: REDACTED for key in self.headers}!r}")
+            if self.oauth is not None:
+                parts.append(f"oauth={self.oauth!r}")
         parts.append(f"timeout={self.timeout!r}")
         return f"ServerConfig({', '.join(parts)})"
 
@@ -191,11 +258,19 @@ class Scrubber:
     Values of fewer than ``MIN_SCRUBBED_CHARS`` characters are not searched for."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        values = sorted({value for value in secrets if len(value) >= MIN_SCRUBBED_CHARS}, key=len, reverse=True)
+        self._values: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self.add(*secrets)
+
+    def add(self, *secrets: str) -> None:
+        """Scrub these too from now on (tokens the authorization flow obtains)."""
+        self._values |= {value for value in secrets if len(value) >= MIN_SCRUBBED_CHARS}
+        values = sorted(self._values, key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, values))) if values else None
 
     def __call__(self, text: str) -> str:
-        return self._pattern.sub(REDACTED, text) if self._pattern is not None else text
+        pattern = self._pattern  # one reading: another thread may add a secret meanwhile
+        return pattern.sub(REDACTED, text) if pattern is not None else text
 
 
 def _check_name(name: object) -> None:

@@ -440,7 +440,9 @@ class Connection(HasTraits):
 
                 events = TransportEvents(self._request_failed, self._fail, self.log.add)
                 read, write, self._http = await stack.enter_async_context(
-                    open_http(config, events, max_message_bytes=self._message_bytes(), scrub=self.scrub)
+                    open_http(
+                        config, events, max_message_bytes=self._message_bytes(), scrub=self.scrub, learn=self.scrub.add
+                    )
                 )
             watched = _WatchedStream(read, self._stream_ended)
             recording = _RecordingStream(write, self._sent)

@@ -35,14 +35,21 @@ import httpx
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from httpx_sse import ServerSentEvent
+from mcp.client.auth.exceptions import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 from mcp.client.streamable_http import LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCResponse, RequestId
 
-from .config import ServerConfig, redact_url
+from .config import ServerConfig, is_loopback, redact_url
 from .errors import SERVER_TEXT_NOTE, server_words, shown
+from .oauth import AuthFailed, provider
 from .wire import (
+    AUTH_FAILED,
+    AUTH_INSECURE,
+    AUTH_REGISTRATION_FAILED,
     AUTH_REQUIRED,
+    AUTH_RESOURCE_MISMATCH,
+    AUTH_TOKEN_FAILED,
     CATALOG_LIMIT,
     CONNECTION_CLOSED,
     EVENT_ERROR,
@@ -259,6 +266,8 @@ class HttpTransport:
                                  "the rest was not read")  # fmt: skip
         except (httpx.HTTPError, _RedirectRefused) as error:
             return self._broken(error, sent.method)
+        except (AuthFailed, OAuthFlowError) as error:
+            return self._auth_failure(error)
         return None
 
     async def _status_ok(self, response: httpx.Response, sent: _Sent) -> bool:
@@ -279,8 +288,11 @@ class HttpTransport:
             raise self._failed(PROTOCOL_ERROR, f"has no MCP endpoint at {redact_url(self._url)} ({what})",
                                server_text=said)  # fmt: skip
         if status in (401, 403):
-            raise self._failed(AUTH_REQUIRED, f"refused {sent.method}: {what}; it wants other "
-                               "credentials (headers such as Authorization)", server_text=said)  # fmt: skip
+            wants = ("other credentials than the authorization gave" if self._config.oauth is not None else
+                     "credentials: connect with --oauth (pj.OAuth()) if it uses the MCP authorization flow, "
+                     "or give headers such as Authorization")  # fmt: skip
+            raise self._failed(AUTH_REQUIRED, f"refused {sent.method}: {what}; it wants {wants}",
+                               server_text=said)  # fmt: skip
         if status == 429:
             after = response.headers.get("retry-after")
             seconds = after is not None and after.strip().isdigit()
@@ -411,6 +423,9 @@ class HttpTransport:
             except (httpx.HTTPError, _RedirectRefused) as error:
                 self._note(f"{self._server}'s own event stream failed: {error.__class__.__name__}")
                 failures += 1
+            except (AuthFailed, OAuthFlowError) as error:
+                self._note(f"{self._auth_failure(error).message} (on its own event stream)")
+                return
             await stream.wait_to_reconnect()
         if failures:
             self._note(f"{self._server}'s own event stream failed {failures} times in a row; not reopened")
@@ -423,7 +438,7 @@ class HttpTransport:
                     response = await self._client.delete(self._url, headers=self._headers())
                     if response.status_code not in (200, 202, 204, 404, 405):
                         self._note(f"{self._server} answered the session's DELETE with HTTP {response.status_code}")
-                except (httpx.HTTPError, _RedirectRefused) as error:
+                except (httpx.HTTPError, _RedirectRefused, AuthFailed, OAuthFlowError) as error:
                     self._note(f"the session's DELETE failed: {error.__class__.__name__}")
             if scope.cancelled_caught:
                 self._note(f"{self._server} did not answer the session's DELETE within {CLOSE_GRACE:g} s; "
@@ -463,6 +478,20 @@ class HttpTransport:
         return self._failure(TRANSPORT_ERROR, f"broke off the exchange of {method} before the answer ({detail})",
                              answered=False)  # fmt: skip
 
+    def _auth_failure(self, error: AuthFailed | OAuthFlowError) -> Failure:
+        """A failure of the authorization flow, with its code; what the SDK or a server said is kept apart."""
+        if isinstance(error, AuthFailed):
+            return self._failure(error.code, f"could not be authorized: {error.message}")
+        if isinstance(error, OAuthRegistrationError):
+            code, what = AUTH_REGISTRATION_FAILED, "its authorization server refused to register this client"
+        elif isinstance(error, OAuthTokenError):
+            code, what = AUTH_TOKEN_FAILED, "its token endpoint refused the exchange"
+        elif "does not match" in str(error):
+            code, what = AUTH_RESOURCE_MISMATCH, "its protected-resource metadata names another resource"
+        else:
+            code, what = AUTH_FAILED, "the authorization flow failed"
+        return self._failure(code, f"could not be authorized: {what}", server_text=shown(str(error)))
+
     def _end(self, code: str, cause: str) -> None:
         if not self._ended:
             self._ended = True
@@ -497,12 +526,18 @@ def _parsed(data: bytes, failed: Callable[..., _Failed], what: str) -> JSONRPCMe
 
 @asynccontextmanager
 async def open_http(
-    config: ServerConfig, events: TransportEvents, *, max_message_bytes: int, scrub: Callable[[str], str]
+    config: ServerConfig,
+    events: TransportEvents,
+    *,
+    max_message_bytes: int,
+    scrub: Callable[[str], str],
+    learn: Callable[..., None],
 ) -> AsyncIterator[tuple[Any, Any, HttpTransport]]:
-    """The streams ``ClientSession`` reads and writes, and the transport behind them."""
+    """The streams ``ClientSession`` reads and writes, and the transport behind them; ``learn`` takes each
+    secret the authorization flow obtains (to be scrubbed)."""
     incoming_writer, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    async with _http_client(config, events) as client, anyio.create_task_group() as tasks:
+    async with _http_client(config, events, learn) as client, anyio.create_task_group() as tasks:
         transport = HttpTransport(
             config, client, incoming_writer, tasks, events, max_message_bytes=max_message_bytes, scrub=scrub
         )
@@ -539,23 +574,33 @@ def unreachable_reason(error: BaseException) -> str:
 
 
 @asynccontextmanager
-async def _http_client(config: ServerConfig, events: TransportEvents) -> AsyncIterator[httpx.AsyncClient]:
-    """Our own httpx client: the config's headers; redirects followed only within the server's origin, so
-    custom headers (credentials) never reach another origin. No read timeout: each request's wait has the
-    kit's deadline, which closes its response."""
-    origin = _origin(httpx.URL(config.url or ""))
+async def _http_client(
+    config: ServerConfig, events: TransportEvents, learn: Callable[..., None]
+) -> AsyncIterator[httpx.AsyncClient]:
+    """Our own httpx client: the config's headers, or the MCP authorization flow (``oauth``, the SDK's
+    provider as the client's auth); redirects followed only within the origin that redirects, so custom
+    headers (credentials) never reach another origin; every request over https, or http to a loopback host
+    (what the config checks for the server, the flow's endpoints get here). No read timeout: each request's
+    wait has the kit's deadline, which closes its response. ``learn`` takes each secret the flow obtains."""
 
-    async def same_origin_only(request: httpx.Request) -> None:
-        if _origin(request.url) != origin:
-            events.note(EVENT_ERROR, f"refused a redirect to another origin: {redact_url(str(request.url))}")
-            raise _RedirectRefused(str(request.url))
+    async def secure_only(request: httpx.Request) -> None:
+        if request.url.scheme != "https" and not is_loopback(request.url.host):
+            raise AuthFailed(AUTH_INSECURE, f"refused to send a request to {redact_url(str(request.url))} over "
+                             "http://: authorization endpoints must be https (http only for loopback)")  # fmt: skip
 
-    timeout = httpx.Timeout(config.timeout, read=None)
+    async def same_origin_redirects(response: httpx.Response) -> None:
+        if response.has_redirect_location:
+            target = response.url.join(response.headers["location"])
+            if _origin(target) != _origin(response.url):
+                events.note(EVENT_ERROR, f"refused a redirect to another origin: {redact_url(str(target))}")
+                raise _RedirectRefused(str(target))
+
     async with httpx.AsyncClient(
         headers=dict(config.headers or {}),
-        timeout=timeout,
+        auth=provider(config, learn) if config.oauth is not None else None,
+        timeout=httpx.Timeout(config.timeout, read=None),
         follow_redirects=True,
-        event_hooks={"request": [same_origin_only]},
+        event_hooks={"request": [secure_only], "response": [same_origin_redirects]},
     ) as client:
         yield client
 

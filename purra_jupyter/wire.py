@@ -22,6 +22,14 @@ HOST_ERROR = "mcp_host_error"  # the host's own code failed (a scope validator, 
 PURRA_INCOMPATIBLE = "mcp_purra_incompatible"  # the installed purra / purra-mcp is not the pinned one
 RATE_LIMITED = "mcp_rate_limited"  # HTTP 429 to one request; its message carries the server's Retry-After
 AUTH_REQUIRED = "mcp_auth_required"  # HTTP 401 or 403: the server wants (other) credentials
+# The MCP authorization flow (``pj.OAuth``): each failure has its code; no message holds a token, code or secret.
+AUTH_FAILED = "mcp_auth_failed"  # discovery or the flow itself failed (no metadata, no authorization endpoint)
+AUTH_DENIED = "mcp_auth_denied"  # the authorization server sent the browser back with an error
+AUTH_STATE_MISMATCH = "mcp_auth_state_mismatch"  # the address given back is not this request's (state)
+AUTH_REGISTRATION_FAILED = "mcp_auth_registration_failed"  # dynamic client registration was refused
+AUTH_TOKEN_FAILED = "mcp_auth_token_failed"  # the token endpoint refused the code or the refresh token
+AUTH_RESOURCE_MISMATCH = "mcp_auth_resource_mismatch"  # the protected resource names another server
+AUTH_INSECURE = "mcp_auth_insecure"  # an authorization endpoint over http:// to a host that is not loopback
 SESSION_EXPIRED = "mcp_session_expired"  # HTTP 404 to the session's id: the server ended it; reconnect
 NOT_READ_ONLY = "mcp_not_read_only"  # a read declaration of a tool its server marks as not read-only
 

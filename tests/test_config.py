@@ -177,3 +177,38 @@ def test_the_scrubber_hides_every_configured_secret_value_in_server_text() -> No
     # Values of fewer than 4 characters are not searched for: "1" would shred every number in the text.
     assert scrub("key k-9999, debug 1, mode abc") == "key ***, debug 1, mode abc"
     assert Scrubber([])("nothing to hide") == "nothing to hide"
+
+
+OAUTH_INVALID = [
+    # (OAuth kwargs, words the message must contain)
+    ({"scopes": "mcp:read"}, "scopes"),
+    ({"scopes": ["two words"]}, "scopes"),
+    ({"client_id": ""}, "client_id"),
+    ({"client_secret": "s3cret-value"}, "client_id it belongs to"),
+    ({"client_metadata_url": "http://example.org/client.json"}, "client_metadata_url"),
+    ({"client_metadata_url": "https://example.org/"}, "client_metadata_url"),
+    ({"authorize": "not a function"}, "authorize"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "words"), OAUTH_INVALID)
+def test_invalid_oauth_settings_raise_config_invalid(kwargs: dict, words: str) -> None:
+    with pytest.raises(pj.McpSessionError) as caught:
+        pj.OAuth(**kwargs)
+    assert caught.value.code == "mcp_config_invalid" and words in caught.value.message
+    assert "s3cret-value" not in str(caught.value)
+
+
+def test_oauth_applies_to_url_servers_only_and_keeps_its_secret_out_of_every_repr() -> None:
+    oauth = pj.OAuth(scopes=["mcp:read"], client_id="client-1", client_secret=SECRET, authorize=lambda url: url)
+    for kwargs in ({"command": "python"}, {"url": "https://example.org/mcp", "headers": {"authorization": "x"}}):
+        with pytest.raises(pj.McpSessionError) as caught:
+            ServerConfig("n", oauth=oauth, **kwargs)
+        assert caught.value.code == "mcp_config_invalid", kwargs
+    with pytest.raises(pj.McpSessionError) as caught:
+        ServerConfig("n", url="https://example.org/mcp", oauth={"scopes": ["x"]})
+    assert caught.value.code == "mcp_config_invalid" and "pj.OAuth" in caught.value.message
+    config = ServerConfig("n", url="https://example.org/mcp", oauth=oauth)
+    assert SECRET in config.secrets
+    for text in (repr(config), str(config), repr(oauth)):
+        assert SECRET not in text and "client_secret='***'" in text and "client-1" in text

@@ -250,6 +250,23 @@ def test_a_fault_on_initialize_fails_connect_with_its_code(
     assert_clean([str(error), repr(error)], capfd)
     if fault == "status-404":
         assert "no MCP endpoint" in error.message, error.message
+    if fault == "status-401":  # configured without OAuth: the message says how to authorize
+        assert "connect with --oauth (pj.OAuth())" in error.message, error.message
+
+
+def test_an_authorization_server_over_plain_http_is_refused(
+    server: FaultServer, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The MCP authorization flow sends nothing to an endpoint over http:// at a host that is not loopback."""
+    asked: list[str] = []
+    oauth = pj.OAuth(authorize=lambda url: asked.append(url) or "")
+    insecure = pj.ServerConfig("insecure", url=server.url("oauth-insecure", "initialize"), oauth=oauth, timeout=TIMEOUT)
+    with leaves_nothing(server.port):
+        error, waited = timed(pj.connect, insecure)
+    assert isinstance(error, pj.McpSessionError) and error.code == "mcp_auth_insecure", error
+    assert "http://auth.example.invalid" in error.message and "must be https" in error.message
+    assert asked == [] and waited < FAST and pj.sessions() == []
+    assert_clean([str(error)], capfd)
 
 
 def test_slow_pages_end_connect_at_its_deadline(server: FaultServer, capfd: pytest.CaptureFixture[str]) -> None:

@@ -18,6 +18,7 @@ PACKAGE = "purra_jupyter"
 LAYERS = [
     ("wire", "errors", "markup"),
     ("config",),
+    ("oauth",),
     ("runner",),
     ("purra_adapter",),
     ("http_transport",),

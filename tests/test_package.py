@@ -13,6 +13,7 @@ def test_public_names_are_pinned() -> None:
     assert set(pj.__all__) == {
         "McpSession",
         "McpSessionError",
+        "OAuth",
         "ServerConfig",
         "__version__",
         "allow_any_scope",

@@ -20,7 +20,9 @@
   ``big-event`` (a complete 20 MB event), ``huge-header`` (a 1 MB response header), ``drip`` (a comment
   byte every 100 ms, forever), ``redirect-loop`` (307 to itself), ``redirect-cross`` (307 to
   ``localhost``: another origin of this same server), ``hang`` (no answer at all), ``slow-pages``
-  (``tools/list`` in 4 pages, 2.5 s each).
+  (``tools/list`` in 4 pages, 2.5 s each), ``oauth-insecure`` (401 pointing to protected-resource metadata,
+  ``GET /_insecure-resource``, whose authorization server is reached over plain ``http://`` at a host that is
+  not loopback).
 
 ``GET /_events`` returns what the server saw as JSON: each request (path, host, HTTP and JSON-RPC method,
 id), each ``notifications/cancelled`` and the moment a client went away from an answer it was streaming.
@@ -80,6 +82,10 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_events":
             with LOCK:
                 self.send_json(EVENTS)
+            return
+        if self.path == "/_insecure-resource":  # names an authorization server reached over plain http
+            resource = f"http://{self.headers.get('Host')}/oauth-insecure/initialize/mcp"
+            self.send_json({"resource": resource, "authorization_servers": ["http://auth.example.invalid"]})
             return
         fault, _ = self.route()
         last = self.headers.get("Last-Event-ID")
@@ -156,6 +162,9 @@ class Handler(BaseHTTPRequestHandler):
             extra = {"Retry-After": "7"} if status == 429 else {}
             said = f"upstream exploded; you sent Authorization: {self.headers.get('Authorization')}"
             self.send_body(status, said.encode(), "text/plain", extra)
+        elif fault == "oauth-insecure":
+            metadata = f"http://{self.headers.get('Host')}/_insecure-resource"
+            self.send_body(401, b"", "text/plain", {"WWW-Authenticate": f'Bearer resource_metadata="{metadata}"'})
         elif fault == "html":
             self.send_body(200, b"<html><body><h1>Welcome</h1></body></html>", "text/html")
         elif fault == "not-jsonrpc":
