@@ -90,6 +90,9 @@ class _State:
     def of_kind(self, writing: bool) -> dict[str, Binding]:
         return {remote: binding for remote, binding in self.bindings.items() if is_write(binding) == writing}
 
+    def with_found(self, writing: bool, found: McpToolCatalog | None) -> _State:
+        return replace(self, writes=found) if writing else replace(self, reads=found)
+
 
 @dataclass(frozen=True)
 class WriteIdentity:
@@ -103,20 +106,24 @@ class WriteIdentity:
 
 @dataclass(frozen=True)
 class WriteTerms:
-    """A write binding as an approval of its call covers it: the effect, the declared identity, and the digest
-    of the write snapshot, which purra puts in the registration's approval binding as its ``bindingRevision``."""
+    """A write binding as an approval of its call covers it: purra's approval binding of the registration (the
+    declared identity and effect, its ``bindingRevision`` the write snapshot's digest), and the binding revision
+    as declared."""
 
-    effect: str
-    identity: WriteIdentity
-    digest: str
+    approval: Mapping[str, str]
+    declared_revision: str
+
+    @property
+    def effect(self) -> str:
+        return self.approval["effect"]
 
     def rows(self) -> tuple[tuple[str, str], ...]:
-        identity = self.identity
+        approval = self.approval
         return (
             ("effect", self.effect),
-            ("binding", f"{identity.binding_id} (revision {identity.binding_revision})"),
-            ("write catalog digest", self.digest),
-            ("scope", f"{identity.scope_id} (revision {identity.scope_revision})"),
+            ("binding", f"{approval['bindingId']} (revision {self.declared_revision})"),
+            ("write catalog digest", approval["bindingRevision"]),
+            ("scope", f"{approval['scopeId']} (revision {approval['scopeRevision']})"),
         )
 
 
@@ -261,13 +268,11 @@ class Bindings(HasTraits):
 
     def write_terms(self, remote: str) -> WriteTerms | None:
         """What an approval of a call of the bound write ``remote`` covers beyond the call itself (``None`` for
-        reads and unbound tools): a PurrA host checks the same approval binding before it runs."""
+        reads and unbound tools): the approval binding a PurrA host checks before it runs."""
         binding = self.binding(remote)
-        writes = self._state.writes
-        if binding is None or not is_write(binding) or writes is None:
+        if binding is None or not is_write(binding) or self._state.writes is None:
             return None
-        identity = WriteIdentity(binding.binding_id, binding.binding_revision, binding.scope_id, binding.scope_revision)
-        return WriteTerms(effect_of(binding), identity, writes.snapshot.revision_digest)
+        return WriteTerms(dict(self.registration(remote).approval_binding), binding.binding_revision)
 
     def check_read_declaration(self, remote: str, *, assume_read_only: bool = False) -> str:
         """Refuse (``mcp_not_read_only``) declaring ``remote`` a read tool when its server says it is not;
@@ -355,7 +360,7 @@ class Bindings(HasTraits):
             bindings = {r: b for r, b in self._state.bindings.items() if r != remote}
             state = replace(self._state, bindings=bindings)
             if self.connection.state == STALE:  # a stale catalog cannot be discovered: the next refresh re-binds
-                state = replace(state, **{"writes" if writing else "reads": None})
+                state = state.with_found(writing, None)
             else:
                 state = await self._discovered(client, state, [writing])
             self._install(state)
@@ -384,12 +389,10 @@ class Bindings(HasTraits):
 
     async def _discovered(self, client: ClientSession, state: _State, kinds: Iterable[bool]) -> _State:
         """``state`` with purra-mcp's catalogs of the given kinds (``False`` reads, ``True`` writes) found anew."""
-        found = {}
         for writing in kinds:
             bindings = state.of_kind(writing)
-            found_now = await self._discover(client, bindings, writing) if bindings else None
-            found["writes" if writing else "reads"] = found_now
-        return replace(state, **found)
+            state = state.with_found(writing, await self._discover(client, bindings, writing) if bindings else None)
+        return state
 
     async def _discover(self, client: ClientSession, bindings: Mapping[str, Binding], writing: bool) -> McpToolCatalog:
         from purra_mcp import discover_mcp_tools, discover_mcp_write_tools

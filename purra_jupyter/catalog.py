@@ -86,6 +86,8 @@ _KEYWORD_HINTS = {
 }
 
 
+# What a binding declares a tool does: purra's ToolRiskLevel values (spelled here, so that importing the catalog
+# does not import purra).
 READ = "read"
 WRITE = "write"
 DESTRUCTIVE = "destructive"

@@ -486,7 +486,7 @@ class HttpTransport:
             code, what = AUTH_REGISTRATION_FAILED, "its authorization server refused to register this client"
         elif isinstance(error, OAuthTokenError):
             code, what = AUTH_TOKEN_FAILED, "its token endpoint refused the exchange"
-        elif "does not match" in str(error):
+        elif "does not match" in str(error):  # the SDK raises no class of its own for this one
             code, what = AUTH_RESOURCE_MISMATCH, "its protected-resource metadata names another resource"
         else:
             code, what = AUTH_FAILED, "the authorization flow failed"

@@ -71,6 +71,21 @@ def test_a_redirected_address_with_another_state_is_refused(tmp_path: Path) -> N
     assert "token-request" not in {check["id"] for check in checks if check["status"] == "SUCCESS"}
 
 
+def test_an_authorization_the_person_denied_ends_with_mcp_auth_denied(tmp_path: Path) -> None:
+    checks, _, stderr = run_scenario("auth/metadata-default", tmp_path, "--denied")
+    assert "McpSessionError: mcp_auth_denied" in stderr and "(access_denied)" in stderr, stderr
+    assert "token-request" not in {check["id"] for check in checks if check["status"] == "SUCCESS"}
+
+
+def test_a_protected_resource_naming_another_server_ends_with_mcp_auth_resource_mismatch(tmp_path: Path) -> None:
+    """The suite's draft scenario: the protected-resource metadata names another resource; the client must stop
+    before it authorizes (the suite grades that), with the kit's code."""
+    checks, _, stderr = run_scenario("auth/resource-mismatch", tmp_path)
+    assert "McpSessionError: mcp_auth_resource_mismatch" in stderr, stderr
+    graded = [check for check in checks if check["status"] in ("SUCCESS", "FAILURE", "WARNING")]
+    assert graded and all(check["status"] == "SUCCESS" for check in graded), graded
+
+
 def test_the_sse_retry_scenario_is_refused_for_its_protocol_version(tmp_path: Path) -> None:
     """The suite's sse-retry server negotiates protocol 2025-03-26, which PurrA does not accept: the kit
     refuses it at connect, as a PurrA host would, before the scenario's retry checks can run."""

@@ -289,30 +289,34 @@ def test_a_refresh_that_drops_a_write_binding_says_so(demo: pj.McpSession) -> No
     assert any(d == "unbound add_note (add_note, write)" for d in (row.detail for row in demo.log.events("bind")))
 
 
+def discovered_by_purra(session: pj.McpSession) -> Any:
+    """purra-mcp's ``discover_mcp_write_tools`` for the same write bindings as the session's (each rebuilt from its
+    snapshot entry: local name, effect, identity), called directly on the session's client."""
+    bindings = {
+        entry["remoteName"]: McpWriteToolBinding(
+            entry["localName"],
+            ToolPolicy(mode="confirm", title=entry["policy"]["title"], risk_level=entry["authorization"]["effect"]),
+            pj.allow_any_scope,
+            entry["authorization"]["bindingId"],
+            entry["authorization"]["bindingRevision"],
+            entry["authorization"]["scopeId"],
+            entry["authorization"]["scopeRevision"],
+            entry["authorization"]["effect"],
+        )
+        for entry in session.write_bindings["entries"]
+    }
+    return session.connection.request(
+        lambda client: discover_mcp_write_tools(
+            client, session.name, bindings, monitor=session.monitor, limits=call_limits(session.limits)
+        )
+    )
+
+
 def test_the_write_snapshot_and_envelopes_equal_purras(demo: pj.McpSession) -> None:
     """The same bindings through purra-mcp directly: the same snapshot (digest included), and for the same
     calls the same envelope, error code and effect state as its registration handler."""
     bind_notes(demo)
-    identity = {remote: entry["authorization"] for remote, entry in
-                ((e["remoteName"], e) for e in demo.write_bindings["entries"])}  # fmt: skip
-    bindings = {
-        remote: McpWriteToolBinding(
-            remote,
-            ToolPolicy(mode="confirm", title=remote, risk_level=identity[remote]["effect"]),
-            pj.allow_any_scope,
-            identity[remote]["bindingId"],
-            identity[remote]["bindingRevision"],
-            identity[remote]["scopeId"],
-            identity[remote]["scopeRevision"],
-            identity[remote]["effect"],
-        )
-        for remote in ("add_note", "delete_note")
-    }
-    host = demo.connection.request(
-        lambda client: discover_mcp_write_tools(
-            client, "demo", bindings, monitor=demo.monitor, limits=call_limits(demo.limits)
-        )
-    )
+    host = discovered_by_purra(demo)
     assert demo.write_bindings == host.snapshot.to_mapping()
     assert demo.write_bindings["schemaVersion"] == 2
     handlers = {registration.schema.name: registration for registration in host.registrations}
@@ -390,25 +394,7 @@ def test_git_write_envelopes_equal_purras_registration_handler(repository: Path)
     with pj.connect(config) as session:
         session.bind("git_add", effect="write", scope_validator=pj.allow_any_scope)
         session.bind("git_reset", effect="destructive", scope_validator=pj.allow_any_scope)
-        entries = {entry["remoteName"]: entry["authorization"] for entry in session.write_bindings["entries"]}
-        bindings = {
-            remote: McpWriteToolBinding(
-                remote,
-                ToolPolicy(mode="confirm", title=remote, risk_level=identity["effect"]),
-                pj.allow_any_scope,
-                identity["bindingId"],
-                identity["bindingRevision"],
-                identity["scopeId"],
-                identity["scopeRevision"],
-                identity["effect"],
-            )
-            for remote, identity in entries.items()
-        }
-        host = session.connection.request(
-            lambda client: discover_mcp_write_tools(
-                client, "git", bindings, monitor=session.monitor, limits=call_limits(session.limits)
-            )
-        )
+        host = discovered_by_purra(session)
         assert session.write_bindings == host.snapshot.to_mapping()
         handlers = {registration.schema.name: registration.handler for registration in host.registrations}
         calls = [

@@ -23,10 +23,13 @@ CALLS = {"tools_call": ("add_numbers", {"a": 5, "b": 3}), "sse-retry": ("test_re
 
 def follow_authorization(url: str) -> str:
     """What the browser does: open the authorization URL; the suite's server answers with the redirect. With
-    ``--wrong-state`` the address handed back carries another state (a stale or forged one). (``--scope S``
+    ``--wrong-state`` the address handed back carries another state (a stale or forged one), with ``--denied`` an
+    ``error=access_denied``. (``--scope S``
     adds a scope of the person's own to OAuth.)"""
     response = httpx.get(url, follow_redirects=False, timeout=10)
     location = response.headers.get("location", "")
+    if "--denied" in sys.argv:  # what a person's "Deny" on the consent page sends back
+        return location.replace("code=", "error=access_denied&code=", 1)
     return location.replace("state=", "state=forged", 1) if "--wrong-state" in sys.argv else location
 
 
