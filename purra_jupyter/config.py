@@ -79,13 +79,15 @@ class OAuth:
     client registered beforehand (default: dynamic registration, or ``client_metadata_url``, a Client ID
     Metadata Document the authorization server fetches). ``authorize(url) -> redirected_url``: what a person
     would do in a browser (open ``url``, log in, return the address the browser was sent to); without it the
-    notebook asks."""
+    notebook asks, and the person has ``timeout`` seconds (apart from the server's own ``ServerConfig.timeout``,
+    which does not run meanwhile)."""
 
     scopes: Sequence[str] | None = None
     client_id: str | None = None
     client_secret: str | None = None
     client_metadata_url: str | None = None
     authorize: Callable[[str], Any] | None = None
+    timeout: float = 300.0
 
     def __post_init__(self) -> None:
         if self.scopes is not None:
@@ -104,6 +106,8 @@ class OAuth:
             )
         if self.authorize is not None and not callable(self.authorize):
             raise _invalid("OAuth authorize must be a function taking the authorization URL.")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) or not 0 < self.timeout <= 3600:
+            raise _invalid("OAuth timeout must be a number of seconds above 0 and at most 3600.")
 
     def __repr__(self) -> str:
         parts = [f"scopes={list(self.scopes)!r}" if self.scopes is not None else "scopes=None"]
@@ -115,6 +119,8 @@ class OAuth:
             parts.append(f"client_metadata_url={self.client_metadata_url!r}")
         if self.authorize is not None:
             parts.append("authorize=<function>")
+        if self.timeout != 300.0:
+            parts.append(f"timeout={self.timeout:g}")
         return f"OAuth({', '.join(parts)})"
 
 
@@ -339,6 +345,22 @@ def load_servers(path: str | Path, *, default_timeout: float = 30.0) -> dict[str
     return {name: _entry_config(path, key, name, entry, default_timeout) for name, entry in document[key].items()}
 
 
+# An entry's "oauth" (as Gemini CLI and Claude Code write it): true, or an object of these keys ("enabled":
+# false turns it off); other keys (a callback port, token URLs the flow discovers itself) are ignored.
+_OAUTH_FIELDS = {"scopes": "scopes", "clientId": "client_id", "clientSecret": "client_secret",
+                 "clientMetadataUrl": "client_metadata_url"}  # fmt: skip
+
+
+def _entry_oauth(value: Any) -> OAuth | None:
+    if value is True:
+        return OAuth()
+    if value is False or (isinstance(value, dict) and value.get("enabled", True) is False):
+        return None
+    if not isinstance(value, dict):
+        raise _invalid("oauth must be true or an object (scopes, clientId, clientSecret, clientMetadataUrl).")
+    return OAuth(**{name: value[key] for key, name in _OAUTH_FIELDS.items() if key in value})
+
+
 def _entry_config(path: Path, key: str, name: str, entry: Any, default_timeout: float) -> ServerConfig:
     where = f"{path}: {key}.{name}"
     if not isinstance(entry, dict):
@@ -353,6 +375,8 @@ def _entry_config(path: Path, key: str, name: str, entry: Any, default_timeout: 
     fields = {"timeout": default_timeout}
     fields.update({field_name: entry[field_name] for field_name in _ENTRY_FIELDS if field_name in entry})
     try:
+        if "oauth" in entry:
+            fields["oauth"] = _entry_oauth(entry["oauth"])
         return ServerConfig(name, **fields)
     except McpSessionError as exc:
         raise _invalid(f"{where}: {exc.message}") from None

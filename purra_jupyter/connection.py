@@ -34,8 +34,10 @@ from . import runner
 from .config import Scrubber, ServerConfig
 from .errors import KEPT_APART, SERVER_TEXT_NOTE, SHOWN_CHARS, McpSessionError, server_words, shown, without_groups
 from .markup import CELL, WRAPPED_CELL
+from .oauth import AuthorizationRequest, Person
 from .wire import (
     CLOSED,
+    CONFIG_INVALID,
     CONNECT_FAILED,
     CONNECTING,
     CONNECTION_CLOSED,
@@ -207,6 +209,10 @@ class Deadline:
     def remaining(self) -> float:
         return max(0.0, self._ends - time.monotonic())
 
+    def extend(self, seconds: float) -> None:
+        """Give back time the operation spent waiting for a person (an authorization in the browser)."""
+        self._ends += seconds
+
 
 class CancelToken:
     """Stops the requests it covers, from any thread: each ends with ``code`` and is cancelled on the server.
@@ -250,6 +256,7 @@ class _Request:
     scope: anyio.CancelScope | None = None
     ended: tuple[str, str, str] | None = None  # (code, message, server text) once abandoned
     server_text: str = ""  # the server's own error text in an answer to one of ``ids`` (scrubbed, bounded)
+    deadline: Deadline | None = None  # when the kit stops waiting (moved on by a person's turn)
 
 
 class _WatchedStream(ObjectReceiveStream[Any]):
@@ -332,11 +339,17 @@ class Connection(HasTraits):
 
     state = Enum(STATES, default_value=CONNECTING, help="connecting | ready | stale | closed | failed")
 
-    def __init__(self, config: ServerConfig, *, limits: Any) -> None:
+    def __init__(
+        self, config: ServerConfig, *, limits: Any, ask: Callable[[AuthorizationRequest], str] | None = None
+    ) -> None:
+        """``ask`` shows a person an authorization and returns the address their browser was sent back to (in
+        the cell that waits); used when the config's OAuth has no ``authorize`` function."""
         super().__init__()
         from purra_mcp import McpCatalogMonitor
 
         self.config = config
+        self._ask = ask
+        self._persons_turns = 0
         self.limits = limits
         self.scrub = Scrubber(config.secrets)
         self.log = SessionLog(self.scrub)
@@ -439,9 +452,17 @@ class Connection(HasTraits):
                 from .http_transport import TransportEvents, open_http
 
                 events = TransportEvents(self._request_failed, self._fail, self.log.add)
+                person = None
+                if config.oauth is not None and self._ask is not None:
+                    person = Person(config.name, self._ask, self.persons_turn, config.oauth.timeout)
                 read, write, self._http = await stack.enter_async_context(
                     open_http(
-                        config, events, max_message_bytes=self._message_bytes(), scrub=self.scrub, learn=self.scrub.add
+                        config,
+                        events,
+                        max_message_bytes=self._message_bytes(),
+                        scrub=self.scrub,
+                        learn=self.scrub.add,
+                        person=person,
                     )
                 )
             watched = _WatchedStream(read, self._stream_ended)
@@ -572,6 +593,16 @@ class Connection(HasTraits):
         future = runner.submit(self.run, func, timeout, token)
         return runner.wait(future, on_interrupt=token.interrupt)
 
+    def reauthorize(self) -> None:
+        """Forget this session's tokens and run the authorization flow again now (a ping carries it)."""
+        if self.config.oauth is None:
+            raise McpSessionError(CONFIG_INVALID, f"Session '{self.name}' was not connected with OAuth.")
+        self.check_usable()
+        self.log.add(EVENT_CONNECT, "reauthorizing: the tokens were forgotten")
+        assert self._http is not None
+        runner.run(self._http.forget_authorization)
+        self.request(lambda client: client.send_ping(), timeout=Deadline(self.config.timeout, "reauthorizing"))
+
     def ping(self, *, timeout: float | None = None) -> float:
         """Ask the server for a ping; returns the round trip in milliseconds."""
         started = time.perf_counter()
@@ -591,15 +622,18 @@ class Connection(HasTraits):
         self.check_usable()
         if cancel is not None and cancel.code is not None:
             raise McpSessionError(cancel.code, f"{cancel.reason}; nothing was sent.")
-        request = _Request(self)
         limit = self._seconds(timeout)
+        request = _Request(self, deadline=timeout if isinstance(timeout, Deadline) else Deadline(limit, "waiting"))
         loop = asyncio.get_running_loop()
-        timer = loop.call_later(
-            limit,
-            lambda: self.abandon(
-                request, TIMEOUT, f"no answer within {limit:g} s", self._missed(timeout, limit, request)
-            ),
-        )
+
+        def expire() -> None:
+            nonlocal timer
+            if self._persons_turns or request.deadline.remaining() > 0:  # a person's turn moved the deadline
+                timer = loop.call_later(max(request.deadline.remaining(), 0.1), expire)
+                return
+            self.abandon(request, TIMEOUT, f"no answer within {limit:g} s", self._missed(timeout, limit, request))
+
+        timer = loop.call_later(limit, expire)
         connection_token, request_token = _connection_var.set(self), _request_var.set(request)
         self._requests.add(request)
         if cancel is not None:
@@ -621,6 +655,20 @@ class Connection(HasTraits):
                 self._forget(request, "the client stopped waiting for it")
         code, message, said = request.ended or (CONNECTION_CLOSED, f"Session '{self.name}' lost its connection.", "")
         raise self._with_stderr(McpSessionError(code, message, server_text=said))
+
+    @asynccontextmanager
+    async def persons_turn(self) -> AsyncIterator[None]:
+        """While a person authorizes in the browser, no wait of this session times out; each gets the time
+        back afterwards (the person has a timeout of their own)."""
+        started = time.monotonic()
+        self._persons_turns += 1
+        try:
+            yield
+        finally:
+            self._persons_turns -= 1
+            for request in self._requests:
+                if request.deadline is not None:
+                    request.deadline.extend(time.monotonic() - started)
 
     def _seconds(self, timeout: float | Deadline | None) -> float:
         if isinstance(timeout, Deadline):

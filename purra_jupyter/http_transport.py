@@ -28,7 +28,7 @@ import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -42,7 +42,7 @@ from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCRespo
 
 from .config import ServerConfig, is_loopback, redact_url
 from .errors import SERVER_TEXT_NOTE, server_words, shown
-from .oauth import AuthFailed, provider
+from .oauth import AuthFailed, Person, provider
 from .wire import (
     AUTH_FAILED,
     AUTH_INSECURE,
@@ -59,6 +59,9 @@ from .wire import (
     SESSION_EXPIRED,
     TRANSPORT_ERROR,
 )
+
+if TYPE_CHECKING:
+    from mcp.client.auth import OAuthClientProvider
 
 CLOSE_GRACE = 2.0  # seconds the session's DELETE may take at close before the connection is dropped
 DEFAULT_RETRY = 1.0  # seconds before resuming an event stream when the server named no ``retry``
@@ -190,8 +193,10 @@ class HttpTransport:
         *,
         max_message_bytes: int,
         scrub: Callable[[str], str],
+        auth: OAuthClientProvider | None = None,
     ) -> None:
         self._config = config
+        self._auth = auth
         self._url = config.url or ""
         self._client = client
         self._incoming = incoming
@@ -207,6 +212,12 @@ class HttpTransport:
     @property
     def _server(self) -> str:
         return f"Server '{self._config.name}'"
+
+    async def forget_authorization(self) -> None:
+        """Drop the tokens (in the SDK's provider and its storage): the next request starts the flow over."""
+        if self._auth is not None:
+            self._auth.context.clear_tokens()
+            await self._auth.context.storage.forget_tokens()
 
     def drop(self, request_id: RequestId) -> None:
         """Stop the exchange of ``request_id`` now: its response is closed, nothing more of it is read."""
@@ -532,14 +543,17 @@ async def open_http(
     max_message_bytes: int,
     scrub: Callable[[str], str],
     learn: Callable[..., None],
+    person: Person | None = None,
 ) -> AsyncIterator[tuple[Any, Any, HttpTransport]]:
     """The streams ``ClientSession`` reads and writes, and the transport behind them; ``learn`` takes each
-    secret the authorization flow obtains (to be scrubbed)."""
+    secret the authorization flow obtains (to be scrubbed); ``person`` answers the flow when the config's
+    OAuth has no ``authorize`` function."""
     incoming_writer, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    async with _http_client(config, events, learn) as client, anyio.create_task_group() as tasks:
+    auth = provider(config, learn, person) if config.oauth is not None else None
+    async with _http_client(config, events, auth) as client, anyio.create_task_group() as tasks:
         transport = HttpTransport(
-            config, client, incoming_writer, tasks, events, max_message_bytes=max_message_bytes, scrub=scrub
+            config, client, incoming_writer, tasks, events, max_message_bytes=max_message_bytes, scrub=scrub, auth=auth
         )
         tasks.start_soon(transport.send_all, outgoing_reader)
         try:
@@ -575,13 +589,13 @@ def unreachable_reason(error: BaseException) -> str:
 
 @asynccontextmanager
 async def _http_client(
-    config: ServerConfig, events: TransportEvents, learn: Callable[..., None]
+    config: ServerConfig, events: TransportEvents, auth: httpx.Auth | None
 ) -> AsyncIterator[httpx.AsyncClient]:
     """Our own httpx client: the config's headers, or the MCP authorization flow (``oauth``, the SDK's
     provider as the client's auth); redirects followed only within the origin that redirects, so custom
     headers (credentials) never reach another origin; every request over https, or http to a loopback host
     (what the config checks for the server, the flow's endpoints get here). No read timeout: each request's
-    wait has the kit's deadline, which closes its response. ``learn`` takes each secret the flow obtains."""
+    wait has the kit's deadline, which closes its response."""
 
     async def secure_only(request: httpx.Request) -> None:
         if request.url.scheme != "https" and not is_loopback(request.url.host):
@@ -597,7 +611,7 @@ async def _http_client(
 
     async with httpx.AsyncClient(
         headers=dict(config.headers or {}),
-        auth=provider(config, learn) if config.oauth is not None else None,
+        auth=auth,
         timeout=httpx.Timeout(config.timeout, read=None),
         follow_redirects=True,
         event_hooks={"request": [secure_only], "response": [same_origin_redirects]},

@@ -29,7 +29,7 @@ from traitlets.config import Configurable
 
 from . import runner
 from .bindings import allow_any_scope
-from .config import ServerConfig, load_servers
+from .config import OAuth, ServerConfig, load_servers
 from .errors import KEPT_APART, McpSessionError
 from .markup import pre
 from .session import McpSession, connect, registry
@@ -181,6 +181,9 @@ class McpMagics(Magics, Configurable):
     @argument("name", help="the session's name (also its PurrA server id)")
     @argument("--url", help="a Streamable HTTP endpoint (https://, or http:// to a loopback host)")
     @argument("--header", action="append", metavar="K=V", help="an HTTP header (value never shown)")
+    @argument("--oauth", action="store_true", help="use the MCP authorization flow (OAuth) for --url")
+    @argument("--scope", action="append", metavar="S", help="with --oauth: a scope to ask for (repeatable)")
+    @argument("--client-id", metavar="ID", help="with --oauth: a client registered beforehand (no secret)")
     @argument("--env", action="append", metavar="K=V", help="an environment variable for a stdio server")
     @argument("--cwd", help="working directory of a stdio server")
     @argument("--config", metavar="FILE", help="take NAME from an mcpServers / VS Code servers JSON file")
@@ -194,6 +197,7 @@ class McpMagics(Magics, Configurable):
 
             %mcp_connect NAME [options] -- COMMAND [ARGS...]     stdio: the command runs without a shell
             %mcp_connect NAME --url URL [--header K=V]...         Streamable HTTP
+            %mcp_connect NAME --url URL --oauth [--scope S]...    ... behind the MCP authorization flow
             %mcp_connect NAME --config mcp.json                   an entry of an mcpServers file
 
         Examples::
@@ -227,6 +231,8 @@ class McpMagics(Magics, Configurable):
             if command or args.url:
                 raise McpSessionError(CONFIG_INVALID, "--config takes the server from the file; give no command.")
             return self._config_from_file(args)
+        if not args.oauth and (args.scope or args.client_id):
+            raise McpSessionError(CONFIG_INVALID, "--scope and --client-id go with --oauth.")
         if args.url:
             if command:
                 raise McpSessionError(CONFIG_INVALID, "Give either --url or a command after --, not both.")
@@ -237,7 +243,10 @@ class McpMagics(Magics, Configurable):
                 env=_pairs(args.env, "--env"),
                 cwd=args.cwd,
                 timeout=timeout,
+                oauth=OAuth(scopes=args.scope, client_id=args.client_id) if args.oauth else None,
             )
+        if args.oauth:
+            raise McpSessionError(CONFIG_INVALID, "--oauth is for a server reached with --url.")
         if not command:
             raise McpSessionError(
                 CONFIG_INVALID, "Give the server: %mcp_connect NAME -- COMMAND [ARGS...], --url URL or --config FILE."

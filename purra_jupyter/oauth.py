@@ -8,23 +8,31 @@ to the session's scrubber the moment it exists.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import socket
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import anyio
 
-from .config import ServerConfig
-from .wire import AUTH_DENIED, AUTH_FAILED, AUTH_STATE_MISMATCH
+from . import runner
+from .config import ServerConfig, is_loopback
+from .wire import AUTH_DENIED, AUTH_FAILED, AUTH_INSECURE, AUTH_REQUIRED, AUTH_STATE_MISMATCH
 
 if TYPE_CHECKING:
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-# Where the authorization server sends the browser back. Nothing listens there: the person (or ``authorize``)
-# hands the kit the address the browser was sent to.
-REDIRECT_URI = "http://127.0.0.1/purra-jupyter/callback"
+# Where the authorization server sends the browser back. With ``authorize`` nothing listens there: the function
+# hands the kit the address the browser was sent to. In a notebook the address carries the port of the one-shot
+# listener (``LoopbackListener``), which exists only while the person's turn lasts.
+CALLBACK_PATH = "/purra-jupyter/callback"
+REDIRECT_URI = f"http://127.0.0.1{CALLBACK_PATH}"
 CLIENT_NAME = "purra-jupyter"
+LISTENER_READ_SECONDS = 10.0  # how long one connection to the listener may take to send its request
 
 
 class AuthFailed(Exception):
@@ -48,6 +56,9 @@ class MemoryTokens:
     async def get_tokens(self) -> OAuthToken | None:
         return self._tokens
 
+    async def forget_tokens(self) -> None:
+        self._tokens = None
+
     async def set_tokens(self, tokens: OAuthToken) -> None:
         self._learn(*(value for value in (tokens.access_token, tokens.refresh_token) if value))
         self._tokens = tokens
@@ -66,26 +77,54 @@ class Authorization:
     the browser was redirected to) must carry this request's ``state`` and a code."""
 
     def __init__(
-        self, authorize: Callable[[str], Any] | None, scopes: tuple[str, ...] | None, learn: Callable[..., None]
+        self,
+        authorize: Callable[[str], Any] | None,
+        scopes: tuple[str, ...] | None,
+        learn: Callable[..., None],
+        person: Person | None = None,
+        port: int | None = None,
     ) -> None:
         self._authorize = authorize
         self._scopes = scopes
         self._learn = learn
+        self._person = person
+        self._port = port
         self._url = ""
         self._state = ""
 
     async def redirect(self, url: str) -> None:
-        """Keep the URL (with the configured scopes added to the SDK's choice) and its ``state``."""
+        """Keep the URL (with the configured scopes added to the SDK's choice) and its ``state``. The URL comes
+        from the authorization server's metadata: a browser opens it, so it must be https (or loopback)."""
+        if not is_secure(url):
+            raise AuthFailed(
+                AUTH_INSECURE, "the authorization endpoint is not https (nor http on this machine); refused"
+            )
         self._url = with_scopes(url, self._scopes)
         self._state = _query(self._url).get("state", "")
 
     async def callback(self) -> tuple[str, str | None]:
-        if self._authorize is None:
+        if self._authorize is not None:
+            return self.code_of(await run_sync_or_async(self._authorize, self._url))
+        if self._person is None:
             raise AuthFailed(
                 AUTH_FAILED,
                 "the server asks for authorization and no OAuth(authorize=...) function was given to answer it",
             )
-        return self.code_of(await run_sync_or_async(self._authorize, self._url))
+        return self.code_of(await self._ask_person(self._person))
+
+    async def _ask_person(self, person: Person) -> str:
+        """The person's turn, in the cell that waits: the listener exists for exactly as long."""
+        async with person.turn(), LoopbackListener(self._port, self._state).running() as listener:
+            request = AuthorizationRequest(
+                person.server, self._url, listener.redirect_uri, listener.answer, person.timeout
+            )
+            try:
+                return await runner.in_waiting_cell(lambda: person.ask(request))
+            except runner.NoWaitingCell:
+                raise AuthFailed(
+                    AUTH_REQUIRED,
+                    "the server asks for authorization again while no cell waits for it; run s.reauthorize() in a cell",
+                ) from None
 
     def code_of(self, redirected: object) -> tuple[str, str]:
         """The code in the address the browser was sent back to; refused unless its ``state`` is this request's."""
@@ -107,6 +146,152 @@ class Authorization:
         return query["code"], query["state"]
 
 
+@dataclass(frozen=True)
+class AuthorizationRequest:
+    """What the person is shown and how their answer may come back: ``url`` (from the server: text, opened only
+    by the person), and ``loopback``, the address the listener received, if the browser came back to it."""
+
+    server: str
+    url: str
+    redirect_uri: str
+    loopback: Future[str]
+    timeout: float
+
+    @property
+    def authorization_server(self) -> str:
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+
+@dataclass(frozen=True)
+class Person:
+    """Who answers an authorization when no ``authorize`` function was given: ``ask(request)`` runs in the
+    cell that waits (``runner.in_waiting_cell``) and returns the address the browser was sent back to;
+    ``turn()`` holds the session's other deadlines meanwhile; ``timeout`` is how long the person has."""
+
+    server: str
+    ask: Callable[[AuthorizationRequest], str]
+    turn: Callable[[], AbstractAsyncContextManager[None]]
+    timeout: float
+
+
+class LoopbackListener:
+    """The one-shot listener on 127.0.0.1 for the browser's way back: it takes one request to
+    ``CALLBACK_PATH`` (answering any other path 404), answers it with a page that says whether its ``state``
+    is this request's, hands its address on (``answer``) and closes at once; it also closes when the person's
+    turn ends another way (pasted address, Cancel, timeout)."""
+
+    def __init__(self, port: int | None, state: str) -> None:
+        self._port = port
+        self._state = state
+        self.answer: Future[str] = Future()
+        self.redirect_uri = redirect_uri(port)
+        self._taken = False  # one callback request is taken; the listener closes once it is answered
+        self._served = anyio.Event()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[LoopbackListener]:
+        if self._port is None:
+            yield self
+            return
+        try:
+            listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self._port)
+        except OSError:  # the port was taken since: only the pasted address can come back
+            yield self
+            return
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._serve, listener)
+                try:
+                    yield self
+                finally:
+                    tasks.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # what ended the person's turn, not the group around it
+            raise runner.leaf_exception(group) from None
+
+    async def _serve(self, listener: Any) -> None:
+        try:
+            async with anyio.create_task_group() as connections:
+                connections.start_soon(listener.serve, self._handle)
+                await self._served.wait()
+                connections.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await listener.aclose()
+
+    async def _handle(self, stream: Any) -> None:
+        import h11
+
+        async with stream:
+            connection = h11.Connection(h11.SERVER)
+            with anyio.move_on_after(LISTENER_READ_SECONDS):
+                event = connection.next_event()
+                while event is h11.NEED_DATA:
+                    try:
+                        connection.receive_data(await stream.receive(65536))
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        return
+                    event = connection.next_event()
+            if not isinstance(event, h11.Request) or self._taken:
+                return
+            target = event.target.decode("ascii", "replace")
+            if urlsplit(target).path != CALLBACK_PATH:
+                await _respond(stream, connection, 404, "Not found.")
+                return
+            self._taken = True
+            ok = _query(target).get("state") == self._state and "code" in _query(target)
+            page = (
+                "Authorized: you can close this tab and go back to the notebook."
+                if ok
+                else "Refused: this is not the address of the notebook's authorization request."
+            )
+            await _respond(stream, connection, 200 if ok else 400, page)
+            self.answer.set_result(f"http://127.0.0.1:{self._port}{target}")
+            self._served.set()
+
+
+async def _respond(stream: Any, connection: Any, status: int, text: str) -> None:
+    import h11
+
+    body = (
+        f"<!doctype html><meta charset='utf-8'><title>purra-jupyter</title><p style='font:16px sans-serif'>{text}</p>"
+    ).encode()
+    headers = [
+        ("content-type", "text/html; charset=utf-8"),
+        ("content-length", str(len(body))),
+        ("content-security-policy", "default-src 'none'"),
+        ("referrer-policy", "no-referrer"),
+        ("cache-control", "no-store"),
+        ("connection", "close"),
+    ]
+    try:
+        await stream.send(connection.send(h11.Response(status_code=status, headers=headers)))
+        await stream.send(connection.send(h11.Data(data=body)) + connection.send(h11.EndOfMessage()))
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, h11.LocalProtocolError):
+        pass
+
+
+def redirect_uri(port: int | None) -> str:
+    return f"http://127.0.0.1:{port}{CALLBACK_PATH}" if port is not None else REDIRECT_URI
+
+
+def free_loopback_port() -> int:
+    """A port on 127.0.0.1 nobody uses now, for the redirect address the client registers; the listener
+    binds it only during the person's turn."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def is_secure(url: str) -> bool:
+    """https anywhere, http only to this machine (as for servers)."""
+    try:
+        parts = urlsplit(url)
+        return parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname or ""))
+    except ValueError:
+        return False
+
+
 def with_scopes(url: str, scopes: tuple[str, ...] | None) -> str:
     """``url`` whose ``scope`` also holds ``scopes`` (the SDK picks the server's own first, which step-up needs)."""
     if not scopes:
@@ -125,25 +310,28 @@ def _query(url: str) -> dict[str, str]:
         return {}
 
 
-def provider(config: ServerConfig, learn: Callable[..., None]) -> OAuthClientProvider:
+def provider(config: ServerConfig, learn: Callable[..., None], person: Person | None = None) -> OAuthClientProvider:
     """The SDK's provider for ``config.oauth``: a pre-registered client if one is given, else dynamic
-    registration (or the client metadata document where the authorization server supports it)."""
+    registration (or the client metadata document where the authorization server supports it). Without an
+    ``authorize`` function, ``person`` answers, and the redirect address names the port of the listener."""
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 
     oauth = config.oauth
     assert oauth is not None
-    metadata = OAuthClientMetadata(redirect_uris=[REDIRECT_URI], client_name=CLIENT_NAME)  # type: ignore[list-item]
+    port = free_loopback_port() if oauth.authorize is None and person is not None else None
+    redirect = redirect_uri(port)
+    metadata = OAuthClientMetadata(redirect_uris=[redirect], client_name=CLIENT_NAME)  # type: ignore[list-item]
     client = None
     if oauth.client_id is not None:
         method = "client_secret_basic" if oauth.client_secret else "none"
         client = OAuthClientInformationFull(
             client_id=oauth.client_id,
             client_secret=oauth.client_secret,
-            redirect_uris=[REDIRECT_URI],  # type: ignore[list-item]
+            redirect_uris=[redirect],  # type: ignore[list-item]
             token_endpoint_auth_method=method,
         )
-    flow = Authorization(oauth.authorize, tuple(oauth.scopes) if oauth.scopes else None, learn)
+    flow = Authorization(oauth.authorize, tuple(oauth.scopes) if oauth.scopes else None, learn, person, port)
     return OAuthClientProvider(
         config.url or "",
         metadata,
@@ -162,4 +350,15 @@ async def run_sync_or_async(func: Callable[[str], Any], url: str) -> Any:
     return await anyio.to_thread.run_sync(func, url)
 
 
-__all__ = ["REDIRECT_URI", "AuthFailed", "Authorization", "MemoryTokens", "provider", "with_scopes"]
+__all__ = [
+    "CALLBACK_PATH",
+    "REDIRECT_URI",
+    "AuthFailed",
+    "Authorization",
+    "AuthorizationRequest",
+    "LoopbackListener",
+    "MemoryTokens",
+    "Person",
+    "provider",
+    "with_scopes",
+]

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import queue
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -104,15 +105,86 @@ def submit(func: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> Future[T]
 
 def wait(future: Future[T], *, on_interrupt: Callable[[], None] | None = None) -> T:
     """Wait for ``future``; a KeyboardInterrupt calls ``on_interrupt`` (default: cancel the future) and
-    raises ``mcp_interrupted``. A group of exceptions is unwrapped so a person sees the one that matters."""
+    raises ``mcp_interrupted``. A group of exceptions is unwrapped so a person sees the one that matters.
+
+    A wait on the main thread (a cell's) also runs what the loop asks of it meanwhile (``in_waiting_cell``):
+    only there can a person be shown something and answer."""
+    desk = _Desk.open() if threading.current_thread() is threading.main_thread() else None
     try:
+        if desk is not None:
+            future.add_done_callback(desk.done)
+            desk.serve()
         return future.result()
     except KeyboardInterrupt:
         (on_interrupt or future.cancel)()
         raise McpSessionError(INTERRUPTED, "Interrupted; the request was abandoned and its result discarded.") from None
     except BaseExceptionGroup as group:
         error = leaf_exception(group)
+    finally:
+        if desk is not None:
+            desk.close()
     raise without_groups(error)  # outside the handler, so the group does not become its context
+
+
+class NoWaitingCell(LookupError):
+    """The loop asked for the waiting cell and no cell waits (the work runs after its cell ended)."""
+
+
+class _Desk:
+    """Where the loop hands work to the cell waiting in ``wait``; the innermost wait serves."""
+
+    _open: ClassVar[list[_Desk]] = []
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue[tuple[Callable[[], Any], Future[Any]] | None] = queue.Queue()
+
+    @classmethod
+    def open(cls) -> _Desk:
+        desk = cls()
+        with _lock:
+            cls._open.append(desk)
+        return desk
+
+    @classmethod
+    def current(cls) -> _Desk | None:
+        with _lock:
+            return cls._open[-1] if cls._open else None
+
+    def close(self) -> None:
+        with _lock:
+            self._open.remove(self)
+        while not self._jobs.empty():  # asked as the wait ended: nobody will do it
+            job = self._jobs.get_nowait()
+            if job is not None:
+                job[1].set_exception(NoWaitingCell("the cell stopped waiting"))
+
+    def done(self, _future: Future[Any]) -> None:
+        self._jobs.put(None)
+
+    def ask(self, func: Callable[[], Any]) -> Future[Any]:
+        answer: Future[Any] = Future()
+        self._jobs.put((func, answer))
+        return answer
+
+    def serve(self) -> None:
+        """Run each job until the waited-for future is done (a KeyboardInterrupt ends the job and the wait)."""
+        while (job := self._jobs.get()) is not None:
+            func, answer = job
+            try:
+                answer.set_result(func())
+            except BaseException as exc:
+                answer.set_exception(exc if isinstance(exc, Exception) else NoWaitingCell("interrupted"))
+                if not isinstance(exc, Exception):
+                    raise
+
+
+async def in_waiting_cell(func: Callable[[], T]) -> T:
+    """Run ``func()`` on the thread of the cell that waits for the loop (e.g. to show a person something and
+    take their answer); raises ``NoWaitingCell`` when no cell waits."""
+    desk = _Desk.current()
+    if desk is None:
+        raise NoWaitingCell("no cell is waiting")
+    return await asyncio.wrap_future(desk.ask(func))
 
 
 def run(func: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:

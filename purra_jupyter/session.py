@@ -118,6 +118,11 @@ class McpSession(HasTraits):
         """Ask the server for a ping; returns the round trip in milliseconds."""
         return self.connection.ping(timeout=timeout)
 
+    def reauthorize(self) -> None:
+        """Start the authorization over (an OAuth session): its tokens are forgotten and the flow runs again
+        now, in this cell, as on connect."""
+        self.connection.reauthorize()
+
     def close(self, cause: str = "closed by user") -> None:
         """End the session and its server process. Idempotent; from a state observer (the loop thread) the
         close starts at once and ``state`` turns ``closed`` when the server is gone."""
@@ -387,7 +392,10 @@ def connect(
         raise McpSessionError(CONFIG_INVALID, "limits must be a purra_mcp.McpToolLimits.")
     if expect_digest is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", str(expect_digest)):
         raise McpSessionError(CONFIG_INVALID, "expect_digest must be a 64-digit hex digest (Catalog.digest).")
-    connection = Connection(config, limits=limits or McpToolLimits(timeout_ms=round(config.timeout * 1000)))
+    ask = None
+    if config.oauth is not None and config.oauth.authorize is None:
+        from .ui.authorization import ask
+    connection = Connection(config, limits=limits or McpToolLimits(timeout_ms=round(config.timeout * 1000)), ask=ask)
     with registry.reserving(config.name):
         deadline = Deadline(config.timeout, "connecting")
         connection.open(deadline)

@@ -30,6 +30,7 @@ AUTH_REGISTRATION_FAILED = "mcp_auth_registration_failed"  # dynamic client regi
 AUTH_TOKEN_FAILED = "mcp_auth_token_failed"  # the token endpoint refused the code or the refresh token
 AUTH_RESOURCE_MISMATCH = "mcp_auth_resource_mismatch"  # the protected resource names another server
 AUTH_INSECURE = "mcp_auth_insecure"  # an authorization endpoint over http:// to a host that is not loopback
+AUTH_CANCELED = "mcp_auth_canceled"  # the person canceled the authorization (nothing pasted) or never finished it
 SESSION_EXPIRED = "mcp_session_expired"  # HTTP 404 to the session's id: the server ended it; reconnect
 NOT_READ_ONLY = "mcp_not_read_only"  # a read declaration of a tool its server marks as not read-only
 

@@ -18,6 +18,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 import pytest
 
@@ -309,3 +310,57 @@ def execute_notebook(source: Path, target: Path) -> None:
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+@dataclass(frozen=True)
+class OAuthServer:
+    """tests/servers/oauth_server.py: the demo server behind the SDK's authorization server, on 127.0.0.1."""
+
+    url: str  # the MCP endpoint
+    secrets: Path  # every code, token and client secret it issued, one per line
+    process: subprocess.Popen[bytes]
+
+    def events(self) -> dict[str, int]:
+        return httpx.get(self.url.replace("/mcp", "/_events"), timeout=10).json()
+
+    def issued(self) -> list[str]:
+        return self.secrets.read_text().split() if self.secrets.exists() else []
+
+
+@contextmanager
+def oauth_server(directory: Path, *flags: str) -> Iterator[OAuthServer]:
+    secrets = directory / "issued-secrets.txt"
+    script = Path(__file__).parent / "servers" / "oauth_server.py"
+    process = subprocess.Popen(
+        [sys.executable, str(script), "--secrets", str(secrets), *flags],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().decode()
+    try:
+        assert line.startswith("listening on http://127.0.0.1:"), line
+        yield OAuthServer(line.split()[-1], secrets, process)
+    finally:
+        stop_tree(process, timeout=10)
+
+
+def follow_authorization(url: str) -> str:
+    """What a browser does with the authorization URL of the test server (which consents at once): the address
+    it is sent back to, not followed."""
+    response = httpx.get(url, follow_redirects=False, timeout=10)
+    assert response.status_code in (302, 307), (response.status_code, response.text[:200])
+    return response.headers["location"]
+
+
+@pytest.fixture
+def kernel() -> Iterator[tuple[Any, Any]]:
+    """A real IPython kernel (manager, blocking client), shut down after the test."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        yield manager, client
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)

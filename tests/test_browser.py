@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import nbformat
 import pytest
-from conftest import execute_notebook, stop_tree
+from conftest import execute_notebook, follow_authorization, oauth_server, stop_tree
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -726,5 +726,84 @@ def test_notebook_7_draws_our_renderers_and_an_approval_click_settles(tmp_path: 
         except BaseException:
             with suppress(Exception):
                 browser.screenshot("notebook7-failure")
+            print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
+            raise
+
+
+# --- the authorization flow ------------------------------------------------------------------------------
+
+OAUTH_CALL = "{name}.call('search_documents', {{'query': 'PurrA', 'limit': 1}}, approve=True)"
+
+
+def test_the_authorization_flow_comes_back_by_the_loopback_and_by_a_pasted_address(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """Two sessions behind the SDK's authorization server: the first by clicking Open (the browser comes back
+    to the kernel's one-shot listener), the second as on Binder (the address pasted into the kernel's box).
+    Each call then succeeds; the saved file and the page hold no code, token or client secret."""
+    with oauth_server(tmp_path) as server, jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
+        sources = [
+            "%load_ext purra_jupyter",
+            f"loop = %mcp_connect loop --url {server.url} --oauth",
+            OAUTH_CALL.format(name="loop"),
+            f"pasted = %mcp_connect pasted --url {server.url} --oauth --scope demo",
+            OAUTH_CALL.format(name="pasted"),
+        ]
+        notebook = nbformat.v4.new_notebook()
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+        nbformat.write(notebook, lab.root / "oauth.ipynb")
+        page = browser.page
+        nth = lambda index: page.locator(".jp-Notebook .jp-Cell").nth(index)  # noqa: E731
+        try:
+            open_notebook(browser, lab, "oauth.ipynb")
+            browser.notebook_js("void app.commands.execute('notebook:run-all-cells');")
+
+            # The loopback path: the address as text, an Open link the kit never follows by itself.
+            view = nth(1).locator(".purra-authorization")
+            expect(view.locator(".purra-authorization-open")).to_be_visible(timeout=STEP)
+            url = view.locator(".purra-authorization-url").inner_text().strip()
+            assert view.locator(".purra-authorization-open").get_attribute("href") == url
+            expect(view).to_contain_text(f"Server loop asks for authorization at {server.url[: -len('/mcp')]}")
+            expect(nth(1).locator(".jp-Stdin-input")).to_have_count(1)  # the way back for a browser elsewhere
+            browser.screenshot("oauth-01-authorization-view", nth(1))
+            with page.context.expect_page() as opened:
+                view.locator(".purra-authorization-open").click()
+            tab = opened.value
+            expect(tab.locator("body")).to_contain_text("Authorized: you can close this tab", timeout=STEP)
+            tab.close()
+            expect(nth(2).locator(ENVELOPE)).to_contain_text("doc-4", timeout=STEP)
+            expect(nth(1).locator(".jp-Stdin-input")).to_have_count(0)  # the box no longer read is gone
+            expect(nth(1)).to_contain_text("authorization for loop at")
+
+            # The pasted path: the browser could not reach the kernel's machine; its address bar is pasted.
+            view = nth(3).locator(".purra-authorization")
+            expect(view.locator(".purra-authorization-url")).to_be_visible(timeout=STEP)
+            back = follow_authorization(view.locator(".purra-authorization-url").inner_text().strip())
+            box = nth(3).locator(".jp-Stdin-input")
+            expect(box).to_have_attribute("type", "password")
+            box.fill(back)
+            box.press("Enter")
+            expect(nth(4).locator(ENVELOPE)).to_contain_text("doc-4", timeout=STEP)
+            browser.screenshot("oauth-02-both-authorized", nth(1))
+            failures = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]')
+            assert failures.count() == 0, failures.all_inner_texts()
+
+            issued = server.issued()
+            assert len(issued) >= 6  # two client secrets, two codes, two access and two refresh tokens
+            shown = page.evaluate("() => document.body.innerHTML + document.body.innerText")
+            assert [secret for secret in issued if secret in shown] == []
+            browser.notebook_js("await app.commands.execute('docmanager:save');")
+            browser.notebook_js("await panel.sessionContext.shutdown();")
+            saved = (lab.root / "oauth.ipynb").read_text()
+            assert [secret for secret in issued if secret in saved] == []
+            assert "Open this address" not in saved and "code_challenge" not in saved
+            for index in (1, 3):
+                texts = json.dumps(nbformat.reads(saved, as_version=4).cells[index].outputs)
+                assert "the browser came back" in texts, texts[:500]
+            assert browser.errors == []
+        except BaseException:
+            with suppress(Exception):
+                browser.screenshot("oauth-failure")
             print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
             raise

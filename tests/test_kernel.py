@@ -4,23 +4,11 @@ from __future__ import annotations
 
 import queue
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from conftest import wait_until
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager, start_new_kernel
-
-
-@pytest.fixture
-def kernel() -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
-    manager, client = start_new_kernel(kernel_name="python3")
-    try:
-        yield manager, client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
+from jupyter_client.manager import KernelManager
 
 
 def run_cell(client: BlockingKernelClient, code: str, *, timeout: float = 60) -> list[dict]:

@@ -18,8 +18,8 @@ PACKAGE = "purra_jupyter"
 LAYERS = [
     ("wire", "errors", "markup"),
     ("config",),
-    ("oauth",),
     ("runner",),
+    ("oauth",),
     ("purra_adapter",),
     ("http_transport",),
     ("connection",),
