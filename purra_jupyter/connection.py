@@ -628,8 +628,9 @@ class Connection(HasTraits):
 
         def expire() -> None:
             nonlocal timer
-            if self._persons_turns or request.deadline.remaining() > 0:  # a person's turn moved the deadline
-                timer = loop.call_later(max(request.deadline.remaining(), 0.1), expire)
+            left = 1.0 if self._persons_turns else request.deadline.remaining()  # a person's turn moves it
+            if left > 0.01:  # (asyncio may run a timer a clock tick early)
+                timer = loop.call_later(left, expire)
                 return
             self.abandon(request, TIMEOUT, f"no answer within {limit:g} s", self._missed(timeout, limit, request))
 

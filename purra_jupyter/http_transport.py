@@ -42,7 +42,7 @@ from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCRespo
 
 from .config import ServerConfig, is_loopback, redact_url
 from .errors import SERVER_TEXT_NOTE, server_words, shown
-from .oauth import AuthFailed, Person, provider
+from .oauth import AuthFailed, IssuerCheck, Person, provider
 from .wire import (
     AUTH_FAILED,
     AUTH_INSECURE,
@@ -609,12 +609,19 @@ async def _http_client(
                 events.note(EVENT_ERROR, f"refused a redirect to another origin: {redact_url(str(target))}")
                 raise _RedirectRefused(str(target))
 
+    issuers = IssuerCheck()
+
+    async def issuer_checked(response: httpx.Response) -> None:
+        if auth is not None and response.request.method == "GET" and response.status_code == 200:
+            if "/.well-known/" in response.url.path:
+                issuers.read(str(response.url), await response.aread())
+
     async with httpx.AsyncClient(
         headers=dict(config.headers or {}),
         auth=auth,
         timeout=httpx.Timeout(config.timeout, read=None),
         follow_redirects=True,
-        event_hooks={"request": [secure_only], "response": [same_origin_redirects]},
+        event_hooks={"request": [secure_only], "response": [same_origin_redirects, issuer_checked]},
     ) as client:
         yield client
 

@@ -84,15 +84,15 @@ def _connecting_line(config: ServerConfig) -> Iterator[None]:
         yield
         return
     what = f"connecting {config.name} ({config.transport}: {config.target})"
+    limit = f"timeout {config.timeout:g} s" + (", not counting your authorization" if config.oauth else "")
     started = time.monotonic()
     outcome = ""
 
     def draw() -> None:
-        output.update(plain_bundle(f"{what} — {outcome or 'waiting'} {time.monotonic() - started:.1f} s "
-                                   f"(timeout {config.timeout:g} s)"))  # fmt: skip
+        output.update(plain_bundle(f"{what} — {outcome or 'waiting'} {time.monotonic() - started:.1f} s ({limit})"))
 
     output = LiveOutput()
-    output.show(plain_bundle(f"{what} — waiting 0.0 s (timeout {config.timeout:g} s)"))
+    output.show(plain_bundle(f"{what} — waiting 0.0 s ({limit})"))
     ticker = runner.submit(redraw_while, lambda: not outcome, draw)
     connected = False
     try:

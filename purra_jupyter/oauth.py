@@ -1,13 +1,15 @@
 """The MCP authorization flow for a url server, run by the MCP SDK's ``OAuthClientProvider`` (an ``httpx.Auth``
 on the kit's own client): discovery, registration (dynamic, pre-registered or a client metadata document), PKCE,
-the token endpoint, refresh and step-up are the SDK's. The kit adds the person's part (``OAuth.authorize``, the
-address the browser was sent back to, its ``state`` checked), keeps tokens in memory only, and hands every secret
-to the session's scrubber the moment it exists.
+the token endpoint, refresh and step-up are the SDK's. The kit adds the person's part (``OAuth.authorize``, or in a
+notebook a ``Person`` asked in the cell that waits, with the one-shot ``LoopbackListener``), checks the address the
+browser was sent back to (its ``state``) and the authorization server's issuer, keeps tokens in memory only, and
+hands every secret to the session's scrubber the moment it exists.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import socket
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
@@ -20,7 +22,14 @@ import anyio
 
 from . import runner
 from .config import ServerConfig, is_loopback
-from .wire import AUTH_DENIED, AUTH_FAILED, AUTH_INSECURE, AUTH_REQUIRED, AUTH_STATE_MISMATCH
+from .wire import (
+    AUTH_DENIED,
+    AUTH_FAILED,
+    AUTH_INSECURE,
+    AUTH_ISSUER_MISMATCH,
+    AUTH_REQUIRED,
+    AUTH_STATE_MISMATCH,
+)
 
 if TYPE_CHECKING:
     from mcp.client.auth import OAuthClientProvider
@@ -283,6 +292,55 @@ def free_loopback_port() -> int:
         return probe.getsockname()[1]
 
 
+# Where authorization server metadata is looked up (RFC 8414 and OpenID Connect Discovery): the issuer is the
+# address with the well-known part taken out.
+_METADATA_PATHS = ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
+_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
+
+
+def issuer_of(metadata_url: str) -> str | None:
+    """The issuer a metadata address was built from, or ``None`` if it is not such an address."""
+    parts = urlsplit(metadata_url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    for well_known in _METADATA_PATHS:
+        if parts.path.startswith(well_known):
+            return origin + parts.path[len(well_known) :]
+        if parts.path.endswith(well_known):
+            return origin + parts.path[: -len(well_known)]
+    return None
+
+
+class IssuerCheck:
+    """RFC 8414 §3.3, which the SDK does not check: metadata found for an authorization server that the
+    protected resource named must name that same issuer (another server's metadata would send the person, and
+    the code, elsewhere). The 2025-03-26 flow, without protected-resource metadata, names no issuer to hold
+    it to."""
+
+    def __init__(self) -> None:
+        self._named: set[str] = set()
+
+    def read(self, url: str, body: bytes) -> None:
+        """Take in one metadata document the flow fetched (``url``); raise if it names the wrong issuer."""
+        try:
+            document = json.loads(body)
+        except ValueError:
+            return  # not JSON: the SDK reports what it cannot read
+        if not isinstance(document, dict):
+            return
+        if _RESOURCE_METADATA in urlsplit(url).path:
+            named = document.get("authorization_servers")
+            if isinstance(named, list):
+                self._named.update(item.rstrip("/") for item in named if isinstance(item, str))
+            return
+        expected = (issuer_of(url) or "").rstrip("/")
+        issuer = document.get("issuer")
+        if expected in self._named and isinstance(issuer, str) and issuer.rstrip("/") != expected:
+            raise AuthFailed(
+                AUTH_ISSUER_MISMATCH,
+                "the authorization server's metadata names another issuer than the one the server named; refused",
+            )
+
+
 def is_secure(url: str) -> bool:
     """https anywhere, http only to this machine (as for servers)."""
     try:
@@ -356,6 +414,7 @@ __all__ = [
     "AuthFailed",
     "Authorization",
     "AuthorizationRequest",
+    "IssuerCheck",
     "LoopbackListener",
     "MemoryTokens",
     "Person",

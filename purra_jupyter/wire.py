@@ -29,6 +29,7 @@ AUTH_STATE_MISMATCH = "mcp_auth_state_mismatch"  # the address given back is not
 AUTH_REGISTRATION_FAILED = "mcp_auth_registration_failed"  # dynamic client registration was refused
 AUTH_TOKEN_FAILED = "mcp_auth_token_failed"  # the token endpoint refused the code or the refresh token
 AUTH_RESOURCE_MISMATCH = "mcp_auth_resource_mismatch"  # the protected resource names another server
+AUTH_ISSUER_MISMATCH = "mcp_auth_issuer_mismatch"  # authorization server metadata names another issuer (RFC 8414)
 AUTH_INSECURE = "mcp_auth_insecure"  # an authorization endpoint over http:// to a host that is not loopback
 AUTH_CANCELED = "mcp_auth_canceled"  # the person canceled the authorization (nothing pasted) or never finished it
 SESSION_EXPIRED = "mcp_session_expired"  # HTTP 404 to the session's id: the server ended it; reconnect

@@ -192,6 +192,41 @@ def test_the_persons_wait_has_its_own_timeout_then_the_listener_is_gone(
     assert port not in [p for _, p in listening(kernel_pid(manager))]
 
 
+def test_an_expired_authorization_asks_the_cell_that_waits_and_no_other(
+    kernel: tuple[KernelManager, BlockingKernelClient], tmp_path: Path
+) -> None:
+    """Without a refresh token, an expired token means a new authorization. A call from another thread (as a
+    widget's click runs) has no cell to ask: ``mcp_auth_required``, saying to reauthorize; the session stays
+    usable, and ``s.reauthorize()`` in a cell asks there."""
+    _, client = kernel
+    with oauth_server(tmp_path, "--token-seconds", "2", "--no-refresh") as server:
+        cell = Cell(client, connect_cell(server))
+        back = follow_authorization(cell.authorization_url())
+        cell.prompted()
+        client.input(back)
+        assert cell.finish().errors() == []
+        late = Cell(
+            client,
+            "import threading, time\n"
+            "time.sleep(2.5)  # the token's lifetime (2 s) runs out\n"
+            "out = []\n"
+            "t = threading.Thread(target=lambda: out.append(s.call('search_documents', {'query': 'x', 'limit': 1}, "
+            "approve=True)))\n"
+            "t.start(); t.join(60)\n"
+            "(out[0].error_code, 'reauthorize()' in out[0].message, s.state)",
+        ).finish()
+        assert late.errors() == [] and late.result() == "('mcp_auth_required', True, 'ready')", late.texts()
+        again = Cell(
+            client,
+            "s.reauthorize()\ns.call('search_documents', {'query': 'x', 'limit': 1}, approve=True).error_code is None",
+        )
+        back = follow_authorization(again.authorization_url())
+        again.prompted()
+        client.input(back)
+        assert again.finish().errors() == [] and again.result() == "True"
+        assert server.events()["codes"] == 2  # connect and reauthorize: the thread's attempt asked nobody
+
+
 def test_reauthorize_asks_again_and_a_refresh_needs_nobody(tmp_path: Path) -> None:
     """In a script: ``authorize`` answers; a token that expired is refreshed without asking; ``reauthorize()``
     forgets the tokens and asks again."""
@@ -225,9 +260,13 @@ def test_reauthorize_asks_again_and_a_refresh_needs_nobody(tmp_path: Path) -> No
 
 @pytest.mark.parametrize(
     ("flag", "code"),
-    [("--refuse-registration", "mcp_auth_registration_failed"), ("--refuse-token", "mcp_auth_token_failed")],
+    [
+        ("--refuse-registration", "mcp_auth_registration_failed"),
+        ("--refuse-token", "mcp_auth_token_failed"),
+        ("--wrong-issuer", "mcp_auth_issuer_mismatch"),
+    ],
 )
-def test_a_refused_registration_or_code_exchange_fails_connect_with_its_code(
+def test_a_refused_registration_code_exchange_or_issuer_fails_connect_with_its_code(
     tmp_path: Path, flag: str, code: str
 ) -> None:
     import purra_jupyter as pj
@@ -236,8 +275,9 @@ def test_a_refused_registration_or_code_exchange_fails_connect_with_its_code(
         config = pj.ServerConfig("secure", url=server.url, oauth=pj.OAuth(authorize=follow_authorization))
         with pytest.raises(pj.McpSessionError) as caught:
             pj.connect(config)
-        issued = server.issued()
+        issued, events = server.issued(), server.events()
     assert caught.value.code == code, caught.value
+    assert events["tokens"] == 0 and (flag != "--wrong-issuer" or events["registered"] == 0)
     assert "\n" not in caught.value.message
     said = f"{caught.value.message} {caught.value.server_text}"
     assert [secret for secret in issued if secret in said] == []
@@ -299,3 +339,17 @@ def test_the_authorization_view_shows_a_hostile_address_as_text() -> None:
     html = view.bundle()["text/html"]
     assert "<script" not in html and "<img" not in html and "srv<b>" not in html
     assert html.count("<a ") == 1 and "href='https://as.example/authorize?x=&#x27;&gt;&lt;script&gt;" in html
+
+
+def test_an_authorization_address_a_browser_should_not_open_is_refused() -> None:
+    """The authorization URL comes from the server's metadata and the person opens it: only https, or http on
+    this machine."""
+    import anyio
+
+    from purra_jupyter.oauth import AuthFailed, Authorization
+
+    for url in ("javascript:alert(1)", "http://as.example/authorize?state=x", "data:text/html,hi"):
+        with pytest.raises(AuthFailed) as caught:
+            anyio.run(Authorization(None, None, lambda *_: None).redirect, url)
+        assert caught.value.code == "mcp_auth_insecure", url
+    anyio.run(Authorization(None, None, lambda *_: None).redirect, "http://127.0.0.1:9/authorize?state=x")

@@ -9,8 +9,10 @@ protected-resource metadata, and its bearer-token check in front of the demo ser
 ``/authorize`` consents at once (no login page): it sends the browser straight back to the client's redirect
 address with a code and the request's state, as a person's approval would. Every code, token and client secret
 it issues is appended to ``--secrets`` (one per line), so that a test can look for each in what a notebook
-saved. Access tokens live ``--token-seconds`` (default 3600) and come with a refresh token.
-``--refuse-registration`` answers every registration with an error; ``--refuse-token`` refuses every code.
+saved. Access tokens live ``--token-seconds`` (default 3600) and come with a refresh token (not with
+``--no-refresh``).
+``--refuse-registration`` answers every registration with an error; ``--refuse-token`` refuses every code;
+``--wrong-issuer`` serves authorization server metadata naming another issuer than the one it is found at.
 ``GET /_events`` says how many clients registered, codes were issued, tokens issued and tokens refreshed.
 """
 
@@ -138,15 +140,20 @@ class Provider:
         self.tokens[access] = AccessToken(
             token=access, client_id=client_id, scopes=scopes, expires_at=int(time.time() + seconds), resource=resource
         )
-        self.refresh_tokens[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes)
+        if not self.options.no_refresh:
+            self.refresh_tokens[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes)
         self.events["tokens"] += 1
         self._keep(access, refresh)
         return OAuthToken(
-            access_token=access, token_type="Bearer", expires_in=seconds, refresh_token=refresh, scope=" ".join(scopes)
+            access_token=access,
+            token_type="Bearer",
+            expires_in=seconds,
+            refresh_token=None if self.options.no_refresh else refresh,
+            scope=" ".join(scopes),
         )
 
 
-def build_app(base: str, provider: Provider) -> Starlette:
+def build_app(base: str, provider: Provider, *, wrong_issuer: bool = False) -> Starlette:
     manager = StreamableHTTPSessionManager(
         app=build_server(), security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False)
     )
@@ -164,7 +171,7 @@ def build_app(base: str, provider: Provider) -> Starlette:
     routes = [
         *create_auth_routes(
             provider,
-            issuer_url=issuer,
+            issuer_url=AnyHttpUrl(f"{base}/elsewhere") if wrong_issuer else issuer,
             client_registration_options=ClientRegistrationOptions(
                 enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
             ),
@@ -192,12 +199,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--token-seconds", type=int, default=3600)
     parser.add_argument("--refuse-registration", action="store_true")
     parser.add_argument("--refuse-token", action="store_true")
+    parser.add_argument("--wrong-issuer", action="store_true")
+    parser.add_argument("--no-refresh", action="store_true")
     options = parser.parse_args(argv)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    app = build_app(base, Provider(options))
+    app = build_app(base, Provider(options), wrong_issuer=options.wrong_issuer)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none"))
     print(f"listening on {base}/mcp", flush=True)
     asyncio.run(server.serve(sockets=[sock]))
