@@ -10,10 +10,11 @@ import traceback
 from collections.abc import Callable
 from types import ModuleType
 
-from . import batch_concurrency, call_overhead, discovery, imports, memory
+from . import batch_concurrency, call_overhead, discovery, first_connect, imports, memory
 from .common import Result, report, summary_table
 
 SCENARIOS: dict[str, ModuleType] = {
+    "first_connect": first_connect,
     "call_overhead": call_overhead,
     "discovery": discovery,
     "batch_concurrency": batch_concurrency,

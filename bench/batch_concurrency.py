@@ -1,8 +1,9 @@
 """``batch_concurrency``: ``s.evaluate`` of a 20 ms server-side sleep at concurrency 8 vs 1.
 
-The headline is the kit's speed-up, time(c=1) / time(c=8). A raw SDK reference (an anyio task group
-with the same number of concurrent ``send_request`` calls, on its own portal) shows what the transport
-and server allow on this machine. Each batch is timed whole; the batches rotate per round.
+The headline is the kit's batch time at concurrency 8 against the raw SDK's (an anyio task group with the same
+number of concurrent ``send_request`` calls, on its own portal): what the kit adds to what the transport and the
+server allow on this machine. The speed-ups time(c=1) / time(c=8) of both are reported beside it. Each batch
+is timed whole; the batches rotate per round.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import anyio
 
 from .common import DEMO_ARGS, Result, call_request, hosted_raw_client, median, meets, rotated, time_once
 
-TARGET = ">= 6"
+TARGET = "<= 1.1"
 CONCURRENCY = 8
-METRIC = f"kit speed-up c=1/c={CONCURRENCY}"
+METRIC = f"kit/raw task group at c={CONCURRENCY}"
 
 
 async def raw_batch(client: Any, rows: list[dict[str, Any]], concurrency: int) -> int:
@@ -85,6 +86,9 @@ def run(quick: bool) -> Result:
     speedup = ms["kit_c1"] / ms["kit_cn"]
     human.append(f"kit: c=1 {ms['kit_c1']:.0f} ms, c={CONCURRENCY} {ms['kit_cn']:.0f} ms, speed-up {speedup:.2f}")
     extra |= {"kit_c1_ms": ms["kit_c1"], "kit_vs_raw_at_concurrency": ms["kit_cn"] / ms["raw_cn"]}
+    ratio = ms["kit_cn"] / ms["raw_cn"]
+    extra["kit_speedup"] = speedup
     return Result(
-        "batch_concurrency", METRIC, speedup, TARGET, meets(speedup, TARGET), ms["raw_cn"], ms["kit_cn"], human, extra
-    )
+        "batch_concurrency", METRIC, ratio, TARGET, meets(ratio, TARGET), ms["raw_cn"], ms["kit_cn"], human, extra,
+        summary=f"{ratio:.3f} (speed-up kit {speedup:.2f}, raw {raw_speedup:.2f})",
+    )  # fmt: skip

@@ -8,6 +8,8 @@ none of them reaches back into it. The registry knows the open sessions by name.
 
 from __future__ import annotations
 
+import importlib
+import logging
 import re
 import threading
 from collections import OrderedDict
@@ -422,9 +424,35 @@ async def _first_catalog(connection: Connection, client: Any) -> Catalog:
     return catalog
 
 
+# What a first connect imports that takes seconds (``import mcp`` alone does, here): warmed in a thread of its own
+# when the extension loads, so that it is usually done before the first %mcp_connect.
+WARM_MODULES = ("mcp", "mcp.client.stdio", "mcp.client.session", "purra_mcp", "purra_jupyter.http_transport")
+WARM_THREAD = "purra-jupyter-warm-up"
+
+
+def warm_up(modules: tuple[str, ...] = WARM_MODULES) -> threading.Thread:
+    """Import ``modules`` in a daemon thread; a connect meanwhile waits for the module it needs (Python's import
+    lock) instead of importing it again. A failure is logged, and the connect imports as it would have."""
+
+    def run() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception as exc:
+                logging.getLogger("purra_jupyter").warning(
+                    "warming up: importing %s failed (%s: %s); the first connect imports it", name,
+                    exc.__class__.__name__, exc,
+                )  # fmt: skip
+                return
+
+    thread = threading.Thread(target=run, name=WARM_THREAD, daemon=True)
+    thread.start()
+    return thread
+
+
 def sessions() -> list[McpSession]:
     """The sessions that are open (ready, stale or failed but not closed), by name."""
     return registry.list()
 
 
-__all__ = ["HTTP", "STDIO", "McpSession", "SessionRegistry", "connect", "sessions"]
+__all__ = ["HTTP", "STDIO", "McpSession", "SessionRegistry", "connect", "sessions", "warm_up"]

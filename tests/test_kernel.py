@@ -6,7 +6,8 @@ import queue
 import time
 from pathlib import Path
 
-from conftest import wait_until
+import pytest
+from conftest import demo_config, wait_until
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
@@ -39,6 +40,13 @@ def errors(messages: list[dict]) -> list[dict]:
 
 def results(messages: list[dict]) -> list[str]:
     return [m["content"]["data"]["text/plain"] for m in messages if m["msg_type"] == "execute_result"]
+
+
+def results_of(client: BlockingKernelClient, code: str) -> list[str]:
+    """Run ``code``, which must raise nothing; its results."""
+    messages = run_cell(client, code)
+    assert not errors(messages), errors(messages)
+    return results(messages)
 
 
 OPEN_DEMO = (
@@ -136,3 +144,57 @@ def test_kernel_interrupt_during_a_slow_write_returns_its_unknown_effect_and_the
     )
     assert not errors(after), errors(after)
     assert results(after) == ["('ready', 'committed')"]
+
+
+def test_load_ext_warms_the_sdk_in_the_background_without_a_cell_importing_it(
+    kernel: tuple[KernelManager, BlockingKernelClient],
+) -> None:
+    """The warm-up is started by ``%load_ext`` and brings ``mcp`` in while the kernel waits for nothing: the
+    cells only read ``sys.modules``."""
+    client = kernel[1]
+    assert results_of(client, "import sys, threading, time\n'mcp' in sys.modules") == ["False"]
+    loaded = results_of(
+        client,
+        "%load_ext purra_jupyter\n"
+        "any(t.name == 'purra-jupyter-warm-up' and t.is_alive() for t in threading.enumerate())",
+    )
+    assert loaded == ["True"]  # the cell ended while the warm-up still ran
+    warmed = results_of(
+        client,
+        "deadline = time.monotonic() + 60\n"
+        "while 'mcp.client.stdio' not in sys.modules or 'purra_mcp' not in sys.modules:\n"
+        "    assert time.monotonic() < deadline, 'the warm-up did not import the SDK'\n"
+        "    time.sleep(0.05)\n"
+        "sorted(name for name in ('mcp', 'mcp.client.stdio', 'purra_mcp') if name in sys.modules)",
+    )
+    assert warmed == ["['mcp', 'mcp.client.stdio', 'purra_mcp']"]
+
+
+def test_a_connect_while_the_warm_up_runs_waits_for_it_and_works(
+    kernel: tuple[KernelManager, BlockingKernelClient],
+) -> None:
+    client = kernel[1]
+    connected = results_of(
+        client,
+        "%load_ext purra_jupyter\n"
+        "import sys, threading\n"
+        "import purra_jupyter as pj\n"
+        "warming = any(t.name == 'purra-jupyter-warm-up' and t.is_alive() for t in threading.enumerate())\n"
+        "s = pj.connect(pj.ServerConfig('demo', command=sys.executable, args=['-m', 'purra_jupyter.demo']))\n"
+        "(warming, s.state, s.call('echo', {'text': 'hi'}, approve=True).structured)",
+    )
+    assert connected == ["(True, 'ready', {'text': 'hi'})"]
+
+
+def test_a_failed_warm_up_is_logged_and_the_connect_imports_as_before(caplog: pytest.LogCaptureFixture) -> None:
+    from purra_jupyter.session import warm_up
+
+    with caplog.at_level("WARNING", logger="purra_jupyter"):
+        warm_up(("purra_jupyter_no_such_module", "mcp")).join(timeout=60)
+    [record] = [r for r in caplog.records if r.name == "purra_jupyter"]
+    assert "importing purra_jupyter_no_such_module failed (ModuleNotFoundError" in record.getMessage()
+    assert "the first connect imports it" in record.getMessage()
+    import purra_jupyter as pj
+
+    with pj.connect(demo_config()) as session:
+        assert session.state == "ready"

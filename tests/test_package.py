@@ -27,3 +27,35 @@ def test_import_leaves_the_mcp_sdk_unloaded() -> None:
     probe = "import sys, purra_jupyter; print(sorted(m for m in ('mcp', 'purra_mcp', 'pandas') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_every_public_name_loads_on_first_use() -> None:
+    probe = (
+        "import purra_jupyter as pj\n"
+        "print([name for name in pj.__all__ if getattr(pj, name, None) is None])\n"
+        "from purra_jupyter import connect, ServerConfig\n"
+        "print(connect is pj.connect, ServerConfig.__module__)\n"
+        "try:\n"
+        "    pj.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    print(exc)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [
+        "[]",
+        "True purra_jupyter.config",
+        "module 'purra_jupyter' has no attribute 'no_such_name'",
+    ]
+
+
+def test_the_demo_server_imports_the_sdk_and_none_of_the_client() -> None:
+    """The demo server (``python -m purra_jupyter.demo``) starts as fast as the SDK allows: what it serves with,
+    not the kit's client side (its sessions, traitlets, pandas, the HTTP client's own modules)."""
+    probe = (
+        "import sys, purra_jupyter.demo.server, purra_jupyter.demo.transports\n"
+        "kit = [m for m in sys.modules if m.startswith('purra_jupyter.') and not m.startswith('purra_jupyter.demo')]\n"
+        "others = [m for m in ('traitlets', 'pandas', 'purra_mcp', 'ipywidgets') if m in sys.modules]\n"
+        "print(sorted(kit), others, 'mcp' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[] [] True"
