@@ -45,6 +45,12 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def is_secure(scheme: str, host: str) -> bool:
+    """https anywhere, http only to this machine: what every address the kit reaches, or has a person open,
+    must be."""
+    return scheme == "https" or (scheme == "http" and is_loopback(host))
+
+
 def redact_url(url: str) -> str:
     """The URL without credentials and with query values hidden (tokens often travel there)."""
     try:
@@ -199,7 +205,7 @@ class ServerConfig:
             raise _invalid(f"{where}: url must start with https:// (or http:// for a loopback host) and name a host.")
         if parts.username is not None or parts.password is not None:
             raise _invalid(f"{where}: url must not carry credentials; send them in headers instead.")
-        if parts.scheme == "http" and not is_loopback(host):
+        if not is_secure(parts.scheme, host):
             raise _invalid(
                 f"{where}: http:// is allowed only for loopback hosts (127.0.0.0/8, ::1, localhost); "
                 f"use https:// for {host}."

@@ -40,7 +40,7 @@ from mcp.client.streamable_http import LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCResponse, RequestId
 
-from .config import ServerConfig, is_loopback, redact_url
+from .config import ServerConfig, is_secure, redact_url
 from .errors import SERVER_TEXT_NOTE, server_words, shown
 from .oauth import AuthFailed, IssuerCheck, Person, provider
 from .wire import (
@@ -598,7 +598,7 @@ async def _http_client(
     wait has the kit's deadline, which closes its response."""
 
     async def secure_only(request: httpx.Request) -> None:
-        if request.url.scheme != "https" and not is_loopback(request.url.host):
+        if not is_secure(request.url.scheme, request.url.host):
             raise AuthFailed(AUTH_INSECURE, f"refused to send a request to {redact_url(str(request.url))} over "
                              "http://: authorization endpoints must be https (http only for loopback)")  # fmt: skip
 

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 import anyio
 
 from . import runner
-from .config import ServerConfig, is_loopback
+from .config import ServerConfig, is_secure
 from .wire import (
     AUTH_DENIED,
     AUTH_FAILED,
@@ -104,7 +104,7 @@ class Authorization:
     async def redirect(self, url: str) -> None:
         """Keep the URL (with the configured scopes added to the SDK's choice) and its ``state``. The URL comes
         from the authorization server's metadata: a browser opens it, so it must be https (or loopback)."""
-        if not is_secure(url):
+        if not _is_secure_url(url):
             raise AuthFailed(
                 AUTH_INSECURE, "the authorization endpoint is not https (nor http on this machine); refused"
             )
@@ -341,13 +341,12 @@ class IssuerCheck:
             )
 
 
-def is_secure(url: str) -> bool:
-    """https anywhere, http only to this machine (as for servers)."""
+def _is_secure_url(url: str) -> bool:
     try:
         parts = urlsplit(url)
-        return parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname or ""))
     except ValueError:
         return False
+    return is_secure(parts.scheme, parts.hostname or "")
 
 
 def with_scopes(url: str, scopes: tuple[str, ...] | None) -> str:

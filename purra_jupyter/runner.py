@@ -15,7 +15,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -109,20 +109,15 @@ def wait(future: Future[T], *, on_interrupt: Callable[[], None] | None = None) -
 
     A wait on the main thread (a cell's) also runs what the loop asks of it meanwhile (``in_waiting_cell``):
     only there can a person be shown something and answer."""
-    desk = _Desk.open() if threading.current_thread() is threading.main_thread() else None
     try:
-        if desk is not None:
-            future.add_done_callback(desk.done)
-            desk.serve()
+        if threading.current_thread() is threading.main_thread():
+            _serve_until(future)
         return future.result()
     except KeyboardInterrupt:
         (on_interrupt or future.cancel)()
         raise McpSessionError(INTERRUPTED, "Interrupted; the request was abandoned and its result discarded.") from None
     except BaseExceptionGroup as group:
         error = leaf_exception(group)
-    finally:
-        if desk is not None:
-            desk.close()
     raise without_groups(error)  # outside the handler, so the group does not become its context
 
 
@@ -130,61 +125,52 @@ class NoWaitingCell(LookupError):
     """The loop asked for the waiting cell and no cell waits (the work runs after its cell ended)."""
 
 
-class _Desk:
-    """Where the loop hands work to the cell waiting in ``wait``; the innermost wait serves."""
+# What the loop asks of the cell that waits: (func, answer) jobs, and the futures of waits that are done (the
+# signal to stop serving). ``_cell_waits`` counts the main thread's waits in progress; both change under ``_lock``.
+_cell_jobs: queue.Queue[tuple[Callable[[], Any], Future[Any]] | Future[Any]] = queue.Queue()
+_cell_waits = 0
 
-    _open: ClassVar[list[_Desk]] = []
 
-    def __init__(self) -> None:
-        self._jobs: queue.Queue[tuple[Callable[[], Any], Future[Any]] | None] = queue.Queue()
-
-    @classmethod
-    def open(cls) -> _Desk:
-        desk = cls()
+def _serve_until(future: Future[Any]) -> None:
+    """Run the loop's jobs until ``future`` is done (a KeyboardInterrupt ends the job and the wait)."""
+    global _cell_waits
+    with _lock:
+        _cell_waits += 1
+    future.add_done_callback(_cell_jobs.put)
+    try:
+        while not future.done():
+            job = _cell_jobs.get()
+            if isinstance(job, tuple):  # else the done-signal of this or an earlier wait
+                _run_job(*job)
+    finally:
         with _lock:
-            cls._open.append(desk)
-        return desk
+            _cell_waits -= 1
+            if not _cell_waits:  # asked as the last wait ended: nobody will do it
+                while not _cell_jobs.empty():
+                    job = _cell_jobs.get_nowait()
+                    if isinstance(job, tuple):
+                        job[1].set_exception(NoWaitingCell("the cell stopped waiting"))
 
-    @classmethod
-    def current(cls) -> _Desk | None:
-        with _lock:
-            return cls._open[-1] if cls._open else None
 
-    def close(self) -> None:
-        with _lock:
-            self._open.remove(self)
-        while not self._jobs.empty():  # asked as the wait ended: nobody will do it
-            job = self._jobs.get_nowait()
-            if job is not None:
-                job[1].set_exception(NoWaitingCell("the cell stopped waiting"))
-
-    def done(self, _future: Future[Any]) -> None:
-        self._jobs.put(None)
-
-    def ask(self, func: Callable[[], Any]) -> Future[Any]:
-        answer: Future[Any] = Future()
-        self._jobs.put((func, answer))
-        return answer
-
-    def serve(self) -> None:
-        """Run each job until the waited-for future is done (a KeyboardInterrupt ends the job and the wait)."""
-        while (job := self._jobs.get()) is not None:
-            func, answer = job
-            try:
-                answer.set_result(func())
-            except BaseException as exc:
-                answer.set_exception(exc if isinstance(exc, Exception) else NoWaitingCell("interrupted"))
-                if not isinstance(exc, Exception):
-                    raise
+def _run_job(func: Callable[[], Any], answer: Future[Any]) -> None:
+    try:
+        answer.set_result(func())
+    except Exception as exc:
+        answer.set_exception(exc)
+    except BaseException:
+        answer.set_exception(NoWaitingCell("interrupted"))
+        raise
 
 
 async def in_waiting_cell(func: Callable[[], T]) -> T:
     """Run ``func()`` on the thread of the cell that waits for the loop (e.g. to show a person something and
     take their answer); raises ``NoWaitingCell`` when no cell waits."""
-    desk = _Desk.current()
-    if desk is None:
-        raise NoWaitingCell("no cell is waiting")
-    return await asyncio.wrap_future(desk.ask(func))
+    answer: Future[T] = Future()
+    with _lock:
+        if not _cell_waits:
+            raise NoWaitingCell("no cell is waiting")
+        _cell_jobs.put((func, answer))
+    return await asyncio.wrap_future(answer)
 
 
 def run(func: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
