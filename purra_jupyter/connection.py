@@ -13,6 +13,7 @@ This layer knows nothing of catalogs or calls: higher layers hand it coroutines 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import threading
@@ -30,11 +31,12 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from traitlets import Enum, HasTraits
 
-from . import runner
+from . import purra_adapter, runner
 from .config import Scrubber, ServerConfig
 from .errors import KEPT_APART, SERVER_TEXT_NOTE, SHOWN_CHARS, McpSessionError, server_words, shown, without_groups
 from .markup import CELL, WRAPPED_CELL
 from .oauth import AuthorizationRequest, Person
+from .stdio_transport import open_stdio
 from .wire import (
     CLOSED,
     CONFIG_INVALID,
@@ -63,6 +65,8 @@ from .wire import (
 T = TypeVar("T")
 
 if TYPE_CHECKING:
+    from purra_mcp import McpCatalogMonitor
+
     from .http_transport import Failure as HttpFailure
     from .http_transport import HttpTransport
 
@@ -322,6 +326,18 @@ _sdk_filter_lock = threading.Lock()
 _sdk_filter: _SdkRecords | None = None
 
 
+_CLIENT_MODULES = ("mcp.client.session", "purra_mcp")
+
+
+def _load_client(transport: str) -> None:
+    """Import what a connection needs of the SDK and purra-mcp, checking purra's pins: seconds on a first
+    connect, so off the loop, while a stdio server starts and the loop serves other sessions."""
+    purra_adapter.check()
+    names = _CLIENT_MODULES if transport == STDIO else (*_CLIENT_MODULES, f"{__package__}.http_transport")
+    for name in names:
+        importlib.import_module(name)
+
+
 def _route_sdk_records() -> None:
     global _sdk_filter
     import mcp
@@ -340,20 +356,20 @@ class Connection(HasTraits):
     state = Enum(STATES, default_value=CONNECTING, help="connecting | ready | stale | closed | failed")
 
     def __init__(
-        self, config: ServerConfig, *, limits: Any, ask: Callable[[AuthorizationRequest], str] | None = None
+        self, config: ServerConfig, *, limits: Any = None, ask: Callable[[AuthorizationRequest], str] | None = None
     ) -> None:
-        """``ask`` shows a person an authorization and returns the address their browser was sent back to (in
-        the cell that waits); used when the config's OAuth has no ``authorize`` function."""
+        """``limits``: purra-mcp's ``McpToolLimits`` (by default PurrA's, with the config's timeout). ``ask`` shows
+        a person an authorization and returns the address their browser was sent back to (in the cell that
+        waits); used when the config's OAuth has no ``authorize`` function. Nothing of the SDK is imported
+        before ``open``, which starts a stdio server's process first."""
         super().__init__()
-        from purra_mcp import McpCatalogMonitor
-
         self.config = config
         self._ask = ask
         self._persons_turns = 0
         self.limits = limits
         self.scrub = Scrubber(config.secrets)
         self.log = SessionLog(self.scrub)
-        self.monitor = McpCatalogMonitor()
+        self._monitor: McpCatalogMonitor | None = None
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
@@ -392,9 +408,16 @@ class Connection(HasTraits):
         return self._cause
 
     @property
+    def monitor(self) -> McpCatalogMonitor:
+        """purra-mcp's monitor of this connection (made when ``open`` has imported purra-mcp)."""
+        if self._monitor is None:
+            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' was never opened.")
+        return self._monitor
+
+    @property
     def revision(self) -> int:
         """purra-mcp's catalog revision: how many ``tools/list_changed`` the server has sent."""
-        return self.monitor.revision
+        return self._monitor.revision if self._monitor is not None else 0
 
     @property
     def server_label(self) -> str:
@@ -429,26 +452,24 @@ class Connection(HasTraits):
 
     @asynccontextmanager
     async def _transport(self, deadline: Deadline) -> AsyncIterator[Any]:
-        from mcp import ClientSession, StdioServerParameters
-        from mcp.client.stdio import stdio_client
-
-        _route_sdk_records()
         _connection_var.set(self)  # the transport's tasks inherit it: their SDK log records are ours
         config = self.config
         async with AsyncExitStack() as stack:
-            if config.transport == STDIO:
+            if config.transport == STDIO:  # first: the server starts while the SDK is imported
                 assert self._stderr is not None
-                params = StdioServerParameters(
-                    command=config.command or "",
-                    args=list(config.args),
-                    env=dict(config.env) if config.env is not None else None,
-                    cwd=config.cwd,
-                )
                 try:
-                    read, write = await stack.enter_async_context(stdio_client(params, errlog=self._stderr.writer))
+                    read, write = await stack.enter_async_context(open_stdio(config, self._stderr.writer))
                 finally:
                     self._stderr.release()
-            else:
+            await runner.off_loop(_load_client, config.transport)
+            from mcp import ClientSession
+            from purra_mcp import McpCatalogMonitor, McpToolLimits
+
+            _route_sdk_records()
+            self._monitor = McpCatalogMonitor()
+            if self.limits is None:
+                self.limits = McpToolLimits(timeout_ms=round(config.timeout * 1000))
+            if config.transport != STDIO:
                 from .http_transport import TransportEvents, open_http
 
                 events = TransportEvents(self._request_failed, self._fail, self.log.add)
@@ -552,7 +573,8 @@ class Connection(HasTraits):
                 return
             self._closing = True
             self._close_cause = cause
-        self.monitor.close()
+        if self._monitor is not None:
+            self._monitor.close()
         runner.call_soon(self._abandon_all, f"Session '{self.name}' was closed ({cause}).")
         if self._host.running:
             self._host.close()
@@ -814,8 +836,8 @@ def _tool_error_text(result: dict[str, Any]) -> str:
 
 
 def _offending(error: Exception) -> str:
-    """The server's line the SDK could not parse (pydantic keeps it as the error's input), bounded."""
-    found: Any = None
+    """The server's line that is not JSON-RPC (pydantic keeps it as the error's input) or not UTF-8, bounded."""
+    found: Any = error.object.decode("utf-8", "replace") if isinstance(error, UnicodeDecodeError) else None
     errors = getattr(error, "errors", None)
     if callable(errors):
         try:

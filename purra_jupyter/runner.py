@@ -13,7 +13,7 @@ import contextlib
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Generic, TypeVar
 
@@ -66,6 +66,26 @@ def on_loop(func: Callable[..., T], *args: Any) -> T:
     if on_loop_thread():
         return func(*args)
     return portal().call(func, *args)
+
+
+async def off_loop(func: Callable[..., T], *args: Any) -> T:
+    """``func(*args)`` in a thread of its own that ends with it (imports that take seconds on a first connect),
+    while the loop goes on; cancelling the wait leaves the thread to finish. (anyio's worker threads would
+    stay, idle, for the process's life.)"""
+    done: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            result = func(*args)
+        except BaseException as exc:
+            with contextlib.suppress(InvalidStateError):  # (the wait was cancelled)
+                done.set_exception(exc)
+        else:
+            with contextlib.suppress(InvalidStateError):
+                done.set_result(result)
+
+    threading.Thread(target=run, name="purra-jupyter-off-loop", daemon=True).start()
+    return await asyncio.wrap_future(done)
 
 
 def on_stop(callback: Callable[[], None]) -> None:

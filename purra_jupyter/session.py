@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from traitlets import Enum, HasTraits, Int, dlink
 
-from . import purra_adapter, runner
+from . import runner
 from .bindings import Bindings
 from .calls import Call, check_approve, decide, needs_a_person, plan_call, refusal
 from .catalog import Catalog, build_catalog, check_digest
@@ -387,17 +387,17 @@ def connect(
         raise McpSessionError(CONFIG_INVALID, "connect() takes a ServerConfig (see pj.ServerConfig, pj.load_servers).")
     if approval not in APPROVAL_POLICIES:
         raise McpSessionError(CONFIG_INVALID, f"approval must be one of {', '.join(APPROVAL_POLICIES)}.")
-    purra_adapter.check()
-    from purra_mcp import McpToolLimits
+    if limits is not None:  # (not imported otherwise: a stdio server starts before the SDK is imported)
+        from purra_mcp import McpToolLimits
 
-    if limits is not None and not isinstance(limits, McpToolLimits):
-        raise McpSessionError(CONFIG_INVALID, "limits must be a purra_mcp.McpToolLimits.")
+        if not isinstance(limits, McpToolLimits):
+            raise McpSessionError(CONFIG_INVALID, "limits must be a purra_mcp.McpToolLimits.")
     if expect_digest is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", str(expect_digest)):
         raise McpSessionError(CONFIG_INVALID, "expect_digest must be a 64-digit hex digest (Catalog.digest).")
     ask = None
     if config.oauth is not None and config.oauth.authorize is None:
         from .ui.authorization import ask
-    connection = Connection(config, limits=limits or McpToolLimits(timeout_ms=round(config.timeout * 1000)), ask=ask)
+    connection = Connection(config, limits=limits, ask=ask)
     with registry.reserving(config.name):
         deadline = Deadline(config.timeout, "connecting")
         connection.open(deadline)
@@ -426,7 +426,7 @@ async def _first_catalog(connection: Connection, client: Any) -> Catalog:
 
 # What a first connect imports that takes seconds (``import mcp`` alone does, here): warmed in a thread of its own
 # when the extension loads, so that it is usually done before the first %mcp_connect.
-WARM_MODULES = ("mcp", "mcp.client.stdio", "mcp.client.session", "purra_mcp", "purra_jupyter.http_transport")
+WARM_MODULES = ("mcp", "mcp.client.session", "purra_mcp", "purra_jupyter.http_transport")
 WARM_THREAD = "purra-jupyter-warm-up"
 
 

@@ -112,8 +112,8 @@ print(sum("this line is not JSON-RPC" in row.detail for row in s.log))
 def test_a_non_json_line_fails_the_session_once_and_quietly(
     no_child_left: None, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The SDK logs a parse failure with a traceback; the kit takes that record into the session's log, so
-    nothing reaches the cell's stderr, and the offending line is in one row (the cause)."""
+    """Nothing reaches the cell's stderr (no traceback, no log record a handler prints), and the offending line
+    is in one row of the session's log, never in the cause."""
     caplog.set_level(logging.DEBUG)
     capfd.readouterr()
     session = pj.connect(faulty("--fault", "garbage"))
@@ -126,8 +126,6 @@ def test_a_non_json_line_fails_the_session_once_and_quietly(
     assert "Traceback" not in err and "Failed to parse" not in err, err
     assert [record for record in caplog.records if "JSONRPC" in record.getMessage()] == []  # no handler saw it
     assert sum("this line is not JSON-RPC" in row.detail for row in session.log) == 1
-    [sdk] = session.log.events("sdk")
-    assert sdk.detail == "ERROR mcp.client.stdio: Failed to parse JSONRPC message from server (ValidationError)"
 
     # The same in a fresh interpreter with no logging set up, as in a notebook: Python's last-resort handler
     # would print the traceback there.
@@ -137,6 +135,18 @@ def test_a_non_json_line_fails_the_session_once_and_quietly(
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["mcp_connection_closed", "1"]
     assert done.stderr == ""
+
+
+def test_a_line_that_is_not_utf8_fails_the_session_with_the_line_in_the_log(no_child_left: None) -> None:
+    session = pj.connect(faulty("--fault", "not-utf8"))
+    with pytest.raises(pj.McpSessionError) as caught:
+        session.ping()
+    assert caught.value.code == "mcp_connection_closed"
+    assert "not valid JSON-RPC (the line is in the session log)" in session.cause
+    [row] = [row for row in session.log if "not UTF-8" in row.detail]
+    assert "not UTF-8: \ufffd\ufffd" in row.detail  # the bytes shown as text
+    assert session.state == "failed"
+    session.close()
 
 
 # --- faults in the catalog: the session is ready, the tool is not callable, and says why -----------------

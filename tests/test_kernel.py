@@ -162,12 +162,12 @@ def test_load_ext_warms_the_sdk_in_the_background_without_a_cell_importing_it(
     warmed = results_of(
         client,
         "deadline = time.monotonic() + 60\n"
-        "while 'mcp.client.stdio' not in sys.modules or 'purra_mcp' not in sys.modules:\n"
+        "while 'mcp.client.session' not in sys.modules or 'purra_mcp' not in sys.modules:\n"
         "    assert time.monotonic() < deadline, 'the warm-up did not import the SDK'\n"
         "    time.sleep(0.05)\n"
-        "sorted(name for name in ('mcp', 'mcp.client.stdio', 'purra_mcp') if name in sys.modules)",
+        "sorted(name for name in ('mcp', 'mcp.client.session', 'purra_mcp') if name in sys.modules)",
     )
-    assert warmed == ["['mcp', 'mcp.client.stdio', 'purra_mcp']"]
+    assert warmed == ["['mcp', 'mcp.client.session', 'purra_mcp']"]
 
 
 def test_a_connect_while_the_warm_up_runs_waits_for_it_and_works(

@@ -21,7 +21,7 @@ LAYERS = [
     ("runner",),
     ("oauth",),
     ("purra_adapter",),
-    ("http_transport",),
+    ("http_transport", "stdio_transport"),
     ("connection",),
     ("catalog",),
     ("bindings",),

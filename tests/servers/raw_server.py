@@ -5,10 +5,11 @@
                          [--description TEXT]
                          [--no-tools-capability] [--list-changed-after-initialized]
                          [--call-result RESULT] [--schema flat|deep|wide] [--list-changed-on-ping]
-                         [--page-delay SECONDS] [--page-delay-from N] [--echo-env NAME]
+                         [--page-delay SECONDS] [--page-delay-from N] [--echo-env NAME] [--linger]
 
 Faults: ``mute`` (answers nothing), ``mute-list`` (never answers ``tools/list``), ``garbage`` (a non-JSON
-stdout line before answering a ping), ``garbage-at-once`` (a non-JSON line right after
+stdout line before answering a ping), ``not-utf8`` (a line of bytes that are not UTF-8 before answering a
+ping), ``garbage-at-once`` (a non-JSON line right after
 ``notifications/initialized``), ``exit-on-initialize`` (a reason on stderr, then exit 3).
 
 The catalog is ``--tools`` tools named ``tool_000``... served ``--page-size`` per page. With
@@ -18,6 +19,9 @@ initialized and from then on lists ``tool_new`` too (the published server-everyt
 ``tool_000`` an input schema nested 40 levels deep, ``wide`` one of about 5,000 nodes. With
 ``--page-delay`` every ``tools/list`` answer from the ``--page-delay-from``-th request on (counting from 1)
 comes that many seconds late.
+
+``--linger`` plays a server that hangs on exit: it starts a ``sleep`` in its process group and, when its stdin
+ends, ignores SIGTERM and stays (pids on stderr: ``raw server: pids SERVER CHILD``).
 
 ``--echo-env NAME`` plays a server that leaks a secret: it writes the value of its environment variable
 ``NAME`` to stderr at start and with each request, and puts it into its JSON-RPC errors, its garbage line
@@ -40,6 +44,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 
@@ -208,7 +214,7 @@ def main() -> int:
     parser.add_argument("--protocol", default="2025-11-25")
     parser.add_argument(
         "--fault",
-        choices=["none", "mute", "mute-list", "garbage", "garbage-at-once", "exit-on-initialize"],
+        choices=["none", "mute", "mute-list", "garbage", "not-utf8", "garbage-at-once", "exit-on-initialize"],
         default="none",
     )
     parser.add_argument("--tools", type=int, default=1)
@@ -224,6 +230,7 @@ def main() -> int:
     parser.add_argument("--page-delay", type=float, default=0.0)
     parser.add_argument("--page-delay-from", type=int, default=1)
     parser.add_argument("--echo-env", metavar="NAME")
+    parser.add_argument("--linger", action="store_true")
     parser.add_argument(
         "--call-result",
         choices=["ok", "bad-structured", "no-structured", "xss", "mute", "exit", "huge", "blocks", "image", "error",
@@ -231,6 +238,9 @@ def main() -> int:
         default="ok",
     )  # fmt: skip
     options = parser.parse_args()
+    if options.linger:
+        child = subprocess.Popen(["sleep", "300"])
+        print(f"raw server: pids {os.getpid()} {child.pid}", file=sys.stderr, flush=True)
     if options.echo_env:
         print(f"raw server: {options.echo_env} token is {leaked(options)}", file=sys.stderr, flush=True)
     changed = False
@@ -266,6 +276,9 @@ def main() -> int:
                 send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             if options.fault == "garbage":
                 sys.stdout.write(f"this line is not JSON-RPC {leaked(options)}".rstrip() + "\n")
+            if options.fault == "not-utf8":
+                sys.stdout.flush()
+                sys.stdout.buffer.write(b"not UTF-8: \xff\xfe\n")
             send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         elif method == "tools/list":
             listings += 1
@@ -285,6 +298,9 @@ def main() -> int:
                 send({"jsonrpc": "2.0", "id": message["id"], "result": call_result(options, params["name"])})
         elif "id" in message:
             send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "method not found"}})
+    if options.linger:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(300)
     return 0
 
 

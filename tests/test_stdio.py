@@ -1,0 +1,98 @@
+"""The kit's stdio transport: the server's process starts before the SDK is imported, gets the environment the
+SDK would give it, and ends as the SDK ends it (stdin closed, then its process group terminated, then
+killed); an interrupted connect kills the group at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from conftest import children, interrupt_when, raw_config, wait_until
+from mcp.client import stdio as sdk_stdio
+
+import purra_jupyter as pj
+from purra_jupyter import stdio_transport
+
+FIRST_CONNECT = """
+import importlib.abc, sys
+import psutil
+
+servers_at_sdk_import = []
+
+
+class Watch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "mcp" and not servers_at_sdk_import:
+            servers_at_sdk_import.append(len(psutil.Process().children()))
+        return None
+
+
+sys.meta_path.insert(0, Watch())
+import purra_jupyter as pj
+
+session = pj.connect(pj.ServerConfig("demo", command=sys.executable, args=["-m", "purra_jupyter.demo"]))
+print(servers_at_sdk_import, session.state, session.call("echo", {"text": "hi"}, approve=True).structured)
+session.close()
+"""
+
+
+def test_the_servers_process_runs_before_the_sdk_is_imported() -> None:
+    """In a fresh interpreter, when ``import mcp`` begins, the demo server's process is already running."""
+    done = subprocess.run([sys.executable, "-c", FIRST_CONNECT], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[1] ready {'text': 'hi'}"
+
+
+def test_the_server_gets_the_environment_the_sdk_would_give_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert stdio_transport.INHERITED_ENV == tuple(sdk_stdio.DEFAULT_INHERITED_ENV_VARS)
+    assert stdio_transport.EXIT_SECONDS == sdk_stdio.PROCESS_TERMINATION_TIMEOUT
+    monkeypatch.setenv("TERM", "() { echo a shell function; }")  # never inherited
+    monkeypatch.setenv("PURRA_TEST_SECRET", "not inherited")
+    config = pj.ServerConfig("env", command=sys.executable, env={"GIVEN": "1", "PATH": "/given"})
+    expected = {**sdk_stdio.get_default_environment(), "GIVEN": "1", "PATH": "/given"}
+    assert stdio_transport.environment(config) == expected
+    assert "TERM" not in expected and "PURRA_TEST_SECRET" not in expected
+    assert stdio_transport.environment(pj.ServerConfig("none", command="x")) == sdk_stdio.get_default_environment()
+
+
+def lingering_pids(session: pj.McpSession) -> list[int]:
+    line = wait_until(
+        lambda: next((row for row in session.stderr.splitlines() if row.startswith("raw server: pids ")), None),
+        what="the server's pids",
+    )
+    return [int(pid) for pid in str(line).split()[-2:]]
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_closing_ends_a_server_that_hangs_on_exit_and_what_it_started() -> None:
+    """The server ignores its stdin's end and SIGTERM; the child it started does not ignore SIGTERM."""
+    session = pj.connect(raw_config("lingering", "--linger"))
+    server, child = lingering_pids(session)
+    assert session.ping() >= 0
+    started = time.monotonic()
+    session.close()
+    took = time.monotonic() - started
+    assert session.state == "closed"
+    assert gone(server) and gone(child)
+    assert took < 4 * stdio_transport.EXIT_SECONDS  # stdin's end, then SIGTERM, then SIGKILL, each bounded
+
+
+def test_an_interrupted_connect_kills_the_server_and_its_child_at_once() -> None:
+    before = children()
+    config = raw_config("mute", "--fault", "mute", "--linger", timeout=60)
+    with interrupt_when(lambda: len(children() - before) == 2, "the server and its child") as sent_at:
+        with pytest.raises(pj.McpSessionError) as caught:
+            pj.connect(config)
+    assert caught.value.code == "mcp_interrupted"
+    wait_until(lambda: not (children() - before), timeout=stdio_transport.EXIT_SECONDS, what="no process left")
+    assert time.monotonic() - sent_at[0] < stdio_transport.EXIT_SECONDS  # no wait for an exit that never comes
+    assert pj.sessions() == []
