@@ -73,7 +73,7 @@ def measure(code: str, ipython_dir: str) -> float:
 
 def run(quick: bool) -> Result:
     """Rotate the floor and the two think times over fresh interpreters; each against the floor's median."""
-    repeats = 1 if quick else 5
+    repeats = 1 if quick else 9  # fresh interpreters vary by ±20% here: 9 steady the medians
     cases = {"floor": _FLOOR.format(args=DEMO_ARGS)}
     cases |= {f"think_{think:g}": _KIT.format(think=think, args=DEMO_ARGS) for think in THINK_SECONDS}
     samples: dict[str, list[float]] = {name: [] for name in cases}

@@ -142,10 +142,10 @@ class CallPlan:
     def digest(self) -> str:
         return arguments_digest(self.arguments)
 
-    def approved(self, how: str) -> None:
+    def approved(self, how: str, digest: str) -> None:
         declaration = f"; declares: {self.declaration}" if self.declaration else ""
         effect = f" ({self.effect})" if self.write else ""
-        self.connection.log.add(EVENT_APPROVAL, f"{how}: {self.remote}{effect}, args {self.digest()[:12]}{declaration}")
+        self.connection.log.add(EVENT_APPROVAL, f"{how}: {self.remote}{effect}, args {digest[:12]}{declaration}")
 
     async def run(self, cancel: CancelToken) -> Result:
         return await send(self, cancel)
@@ -345,7 +345,7 @@ class Decision:
 
 class Call(HasTraits):
     """One decision over a job (a ``CallPlan``, or a batch offering the same face: ``connection, revision,
-    write, still_covered(), digest(), approved(how), run(cancel), refused(how), failure(code, message),
+    write, still_covered(), digest(), approved(how, digest), run(cancel), refused(how), failure(code, message),
     wait(future, cancel)``).
 
     ``pending`` until approved, denied or voided (the catalog turned stale or the session ended first);
@@ -377,7 +377,7 @@ class Call(HasTraits):
         if void is not None:
             self._void(*void)
             return
-        self.job.approved(how)
+        self.job.approved(how, self.arguments_digest)  # (the digest is computed once per call)
         self._set("state", RUNNING)
         self._future = runner.submit(self._run)
 

@@ -172,9 +172,9 @@ class Batch(HasTraits):
     def digest(self) -> str:
         return calls.arguments_digest([self.plans[row].arguments for row in self.to_send])
 
-    def approved(self, how: str) -> None:
+    def approved(self, how: str, digest: str) -> None:
         declaration = f"; declares: {self.declaration}" if self.declaration else ""
-        self._log(f"{how}: {len(self.to_send)} rows, args {self.digest()[:12]}{declaration}")
+        self._log(f"{how}: {len(self.to_send)} rows, args {digest[:12]}{declaration}")
 
     def refused(self, how: str) -> pd.DataFrame:
         self._log(f"denied ({how})")
