@@ -49,7 +49,7 @@ def environment(config: ServerConfig) -> dict[str, str]:
 @asynccontextmanager
 async def open_stdio(config: ServerConfig, errlog: IO[bytes]) -> AsyncIterator[Streams]:
     """Start the server with ``errlog`` as its stderr and yield the SDK's message streams over its stdin and
-    stdout; on leaving, the process ends (at once, killed, when leaving is cancelled)."""
+    stdout; on leaving, however that happens, the process ends."""
     if sys.platform == "win32":
         async with _sdk_stdio(config, errlog) as streams:
             yield streams
@@ -61,16 +61,12 @@ async def open_stdio(config: ServerConfig, errlog: IO[bytes]) -> AsyncIterator[S
         stderr=errlog,
         start_new_session=True,  # its own process group, so ending it ends what it started
     )
-    cancelled = False
     try:
         await runner.off_loop(importlib.import_module, SDK_MODULE)
         async with _lines(process) as streams:
             yield streams
-    except anyio.get_cancelled_exc_class():
-        cancelled = True  # (asyncio delivers a task's cancellation once: the ending must not wait for it)
-        raise
     finally:
-        await _end(process, kill=cancelled)
+        await _end(process)
 
 
 @asynccontextmanager
@@ -118,31 +114,25 @@ async def _write(from_session: ObjectReceiveStream[Any], stdin: ByteSendStream) 
                 return  # the server is gone: its stdout's end says so to the session
 
 
-async def _end(process: Process, *, kill: bool) -> None:
-    """The SDK's shutdown: stdin closed, ``EXIT_SECONDS`` to exit, then its termination of the process group.
-    After a cancellation (an interrupted connect), or when this is cancelled, the group is killed at once."""
+async def _end(process: Process) -> None:
+    """The SDK's shutdown: stdin closed, ``EXIT_SECONDS`` to exit, then its termination of the process group
+    (an interrupted connect too: asyncio cancels the opening task once, so its ending runs uncancelled). When
+    the ending itself is cancelled (the loop stops), the group is killed at once."""
     try:
-        if kill:
-            _kill_group(process)
-        else:
-            with anyio.fail_after(EXIT_SECONDS):
-                if process.stdin is not None:
-                    await process.stdin.aclose()
-                await process.wait()
+        with anyio.fail_after(EXIT_SECONDS):
+            if process.stdin is not None:
+                await process.stdin.aclose()
+            await process.wait()
     except TimeoutError:
         from mcp.os.posix.utilities import terminate_posix_process_tree
 
         await terminate_posix_process_tree(process, EXIT_SECONDS)
     except BaseException:
-        _kill_group(process)
+        with contextlib.suppress(OSError):  # (gone already)
+            os.killpg(process.pid, signal.SIGKILL)
         raise
     finally:
         await process.aclose()  # anyio's: waits for the process, and kills it if that wait is cancelled
-
-
-def _kill_group(process: Process) -> None:
-    with contextlib.suppress(OSError):  # (gone already)
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 @asynccontextmanager

@@ -1,16 +1,18 @@
 """The kit's stdio transport: the server's process starts before the SDK is imported, gets the environment the
 SDK would give it, and ends as the SDK ends it (stdin closed, then its process group terminated, then
-killed); an interrupted connect kills the group at once."""
+killed), after a close and after an interrupted connect alike."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import time
 
 import psutil
 import pytest
-from conftest import children, interrupt_when, raw_config, wait_until
+from conftest import SERVERS, children, interrupt_when, raw_config, wait_until
 from mcp.client import stdio as sdk_stdio
 
 import purra_jupyter as pj
@@ -46,16 +48,28 @@ def test_the_servers_process_runs_before_the_sdk_is_imported() -> None:
     assert done.stdout.strip() == "[1] ready {'text': 'hi'}"
 
 
+# Writes its environment to stderr as one JSON line, then serves as the raw server.
+SHOW_ENVIRONMENT = (
+    "import json, os, runpy, sys; print('environment', json.dumps(dict(os.environ)), file=sys.stderr, flush=True); "
+    "sys.argv = [{server!r}]; runpy.run_path({server!r}, run_name='__main__')"
+)
+
+
 def test_the_server_gets_the_environment_the_sdk_would_give_it(monkeypatch: pytest.MonkeyPatch) -> None:
     assert stdio_transport.INHERITED_ENV == tuple(sdk_stdio.DEFAULT_INHERITED_ENV_VARS)
     assert stdio_transport.EXIT_SECONDS == sdk_stdio.PROCESS_TERMINATION_TIMEOUT
-    monkeypatch.setenv("TERM", "() { echo a shell function; }")  # never inherited
+    monkeypatch.setenv("SHELL", "() { echo a shell function; }")  # never inherited
     monkeypatch.setenv("PURRA_TEST_SECRET", "not inherited")
-    config = pj.ServerConfig("env", command=sys.executable, env={"GIVEN": "1", "PATH": "/given"})
-    expected = {**sdk_stdio.get_default_environment(), "GIVEN": "1", "PATH": "/given"}
-    assert stdio_transport.environment(config) == expected
-    assert "TERM" not in expected and "PURRA_TEST_SECRET" not in expected
-    assert stdio_transport.environment(pj.ServerConfig("none", command="x")) == sdk_stdio.get_default_environment()
+    code = SHOW_ENVIRONMENT.format(server=str(SERVERS / "raw_server.py"))
+    with pj.connect(pj.ServerConfig("env", command=sys.executable, args=["-c", code], env={"GIVEN": "1"})) as session:
+        line = wait_until(
+            lambda: next((row for row in session.stderr.splitlines() if row.startswith("environment ")), None)
+        )
+    seen = json.loads(str(line).removeprefix("environment "))
+    seen.pop("LC_CTYPE", None)  # Python's own (PEP 538), set in the server as it starts
+    expected = {**sdk_stdio.get_default_environment(), "GIVEN": "1"}
+    assert seen == expected
+    assert "SHELL" not in seen and "PURRA_TEST_SECRET" not in seen and seen["PATH"] == os.environ["PATH"]
 
 
 def lingering_pids(session: pj.McpSession) -> list[int]:
@@ -86,13 +100,14 @@ def test_closing_ends_a_server_that_hangs_on_exit_and_what_it_started() -> None:
     assert took < 4 * stdio_transport.EXIT_SECONDS  # stdin's end, then SIGTERM, then SIGKILL, each bounded
 
 
-def test_an_interrupted_connect_kills_the_server_and_its_child_at_once() -> None:
+def test_an_interrupted_connect_ends_the_server_and_its_child_in_the_background() -> None:
+    """The cell gets ``mcp_interrupted`` at once; the server that hangs on exit is ended as a close ends it."""
     before = children()
     config = raw_config("mute", "--fault", "mute", "--linger", timeout=60)
     with interrupt_when(lambda: len(children() - before) == 2, "the server and its child") as sent_at:
         with pytest.raises(pj.McpSessionError) as caught:
             pj.connect(config)
     assert caught.value.code == "mcp_interrupted"
-    wait_until(lambda: not (children() - before), timeout=stdio_transport.EXIT_SECONDS, what="no process left")
-    assert time.monotonic() - sent_at[0] < stdio_transport.EXIT_SECONDS  # no wait for an exit that never comes
+    assert time.monotonic() - sent_at[0] < stdio_transport.EXIT_SECONDS  # the cell did not wait for the ending
+    wait_until(lambda: not (children() - before), timeout=3 * stdio_transport.EXIT_SECONDS, what="no process left")
     assert pj.sessions() == []
