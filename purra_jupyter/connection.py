@@ -454,6 +454,7 @@ class Connection(HasTraits):
     async def _transport(self, deadline: Deadline) -> AsyncIterator[Any]:
         _connection_var.set(self)  # the transport's tasks inherit it: their SDK log records are ours
         config = self.config
+        started = time.monotonic()
         async with AsyncExitStack() as stack:
             if config.transport == STDIO:  # first: the server starts while the SDK is imported
                 assert self._stderr is not None
@@ -462,6 +463,8 @@ class Connection(HasTraits):
                 finally:
                     self._stderr.release()
             await runner.off_loop(_load_client, config.transport)
+            deadline.extend(time.monotonic() - started)  # the kit's imports (seconds on a first connect) are not
+            # the server's time: the connect's timeout never counted them
             from mcp import ClientSession
             from purra_mcp import McpCatalogMonitor, McpToolLimits
 

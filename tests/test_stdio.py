@@ -48,6 +48,35 @@ def test_the_servers_process_runs_before_the_sdk_is_imported() -> None:
     assert done.stdout.strip() == "[1] ready {'text': 'hi'}"
 
 
+SLOW_SDK = """
+import importlib.abc, sys, time
+
+
+class Slow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "mcp":
+            time.sleep(3)  # an SDK import slower than the connect's timeout
+        return None
+
+
+sys.meta_path.insert(0, Slow())
+import purra_jupyter as pj
+
+session = pj.connect(pj.ServerConfig("raw", command=sys.executable, args=[{server!r}], timeout=2))
+print(session.state)
+session.close()
+"""
+
+
+def test_the_kits_own_imports_do_not_count_against_the_connect_timeout() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SLOW_SDK.format(server=str(SERVERS / "raw_server.py"))],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ready"
+
+
 # Writes its environment to stderr as one JSON line, then serves as the raw server.
 SHOW_ENVIRONMENT = (
     "import json, os, runpy, sys; print('environment', json.dumps(dict(os.environ)), file=sys.stderr, flush=True); "
