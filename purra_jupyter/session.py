@@ -376,7 +376,7 @@ def connect(
 ) -> McpSession:
     """Open a monitored session: start or reach the server, initialize, check the protocol, list the
     tools with their verdicts. All of it ends within ``config.timeout`` seconds in all (``mcp_timeout``
-    says what was reached, e.g. a page of the listing).
+    says what was reached, e.g. a page of the listing), not counting the kit's imports on a first connect.
 
     ``approval`` is the policy for tool calls: ``prompt`` (default), ``auto`` (every call of this
     session is approved; logged) or ``deny``. ``limits`` (purra-mcp's ``McpToolLimits``) may be lower
