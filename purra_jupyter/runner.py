@@ -75,14 +75,11 @@ async def off_loop(func: Callable[..., T], *args: Any) -> T:
     done: Future[T] = Future()
 
     def run() -> None:
-        try:
-            result = func(*args)
-        except BaseException as exc:
-            with contextlib.suppress(InvalidStateError):  # (the wait was cancelled)
+        with contextlib.suppress(InvalidStateError):  # (the wait was cancelled)
+            try:
+                done.set_result(func(*args))
+            except BaseException as exc:
                 done.set_exception(exc)
-        else:
-            with contextlib.suppress(InvalidStateError):
-                done.set_result(result)
 
     threading.Thread(target=run, name="purra-jupyter-off-loop", daemon=True).start()
     return await asyncio.wrap_future(done)

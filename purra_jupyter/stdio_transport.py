@@ -85,14 +85,19 @@ async def _lines(process: Process) -> AsyncIterator[Streams]:
 
 async def _read(stdout: ByteReceiveStream, to_session: ObjectSendStream[Any]) -> None:
     """Each line of the server's stdout as a ``SessionMessage``, or the exception that says why it is not one;
-    the end of the stream ends the session's read stream."""
+    the end of the stream ends the session's read stream. A line's parts are joined once, when its end comes
+    (a long line would otherwise be copied again with each chunk)."""
     from mcp.shared.message import SessionMessage
     from mcp.types import JSONRPCMessage
 
     async with to_session:
-        pending = b""
+        pending: list[bytes] = []
         async for chunk in stdout:
-            *lines, pending = (pending + chunk).split(b"\n")
+            *lines, rest = chunk.split(b"\n")
+            if lines:
+                lines[0] = b"".join((*pending, lines[0]))
+                pending.clear()
+            pending.append(rest)
             for line in lines:
                 try:
                     message: Any = SessionMessage(JSONRPCMessage.model_validate_json(line.decode("utf-8")))
