@@ -666,10 +666,13 @@ CONTRAST_JS = """
 
 
 # The theme is applied: its name is set, our colour variables resolve, and the page's background is as dark
-# (or as light) as the theme says; no event tells when a theme's stylesheet took effect.
+# (or as light) as the theme says; no event tells when a theme's stylesheet took effect. And the splash screen
+# JupyterLab shows during a theme change is gone: a screenshot would show it, and a theme change within its
+# 200-ms fade-out makes JupyterLab's own splash code remove the element twice (an uncaught NotFoundError).
 THEME_APPLIED_JS = """
 ([theme, dark]) => {
     if (document.body.dataset.jpThemeName !== theme) return false;
+    if (document.getElementById('jupyterlab-splash')) return false;
     if (!getComputedStyle(document.body).getPropertyValue('--purra-ok-color').trim()) return false;
     for (let el = document.querySelector('.jp-Notebook'); el; el = el.parentElement) {
         const m = getComputedStyle(el).backgroundColor.match(/[\\d.]+/g);
