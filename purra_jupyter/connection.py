@@ -329,9 +329,8 @@ _sdk_filter: _SdkRecords | None = None
 _CLIENT_MODULES = ("mcp.client.session", "purra_mcp")
 
 
-def _load_client(transport: str) -> None:
-    """Import what a connection needs of the SDK and purra-mcp, checking purra's pins: seconds on a first
-    connect, so off the loop, while a stdio server starts and the loop serves other sessions."""
+def _import_client(transport: str) -> None:
+    """Import what a connection needs of the SDK and purra-mcp, checking purra's pins."""
     purra_adapter.check()
     names = _CLIENT_MODULES if transport == STDIO else (*_CLIENT_MODULES, f"{__package__}.http_transport")
     for name in names:
@@ -462,16 +461,9 @@ class Connection(HasTraits):
                     read, write = await stack.enter_async_context(open_stdio(config, self._stderr.writer))
                 finally:
                     self._stderr.release()
-            await runner.off_loop(_load_client, config.transport)
-            deadline.extend(time.monotonic() - started)  # the kit's imports (seconds on a first connect) are not
-            # the server's time: the connect's timeout never counted them
+            await self._load_client(deadline, started)
             from mcp import ClientSession
-            from purra_mcp import McpCatalogMonitor, McpToolLimits
 
-            _route_sdk_records()
-            self._monitor = McpCatalogMonitor()
-            if self.limits is None:
-                self.limits = McpToolLimits(timeout_ms=round(config.timeout * 1000))
             if config.transport != STDIO:
                 from .http_transport import TransportEvents, open_http
 
@@ -503,6 +495,19 @@ class Connection(HasTraits):
                 yield result
             finally:
                 self._tasks.cancel_scope.cancel()  # cancellation notices still going out are not waited for
+
+    async def _load_client(self, deadline: Deadline, started: float) -> None:
+        """The SDK and purra-mcp, imported off the loop (seconds on a first connect, while a stdio server starts
+        and the loop serves other sessions), then this connection's monitor and default limits. The imports are
+        not the server's time: the connect's timeout, counted from ``started``, gets it back."""
+        await runner.off_loop(_import_client, self.config.transport)
+        deadline.extend(time.monotonic() - started)
+        from purra_mcp import McpCatalogMonitor, McpToolLimits
+
+        _route_sdk_records()
+        self._monitor = McpCatalogMonitor()
+        if self.limits is None:
+            self.limits = McpToolLimits(timeout_ms=round(self.config.timeout * 1000))
 
     def _message_bytes(self) -> int:
         """The most of one message the HTTP transport keeps: escapes and spacing on the wire can make a

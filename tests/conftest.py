@@ -49,6 +49,14 @@ def wait_until(condition: Callable[[], object], *, timeout: float = 10.0, what: 
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+def stderr_after(session: pj.McpSession, prefix: str, *, what: str) -> str:
+    """The rest of the first line of the server's stderr that starts with ``prefix``, once it came."""
+    line = wait_until(
+        lambda: next((line for line in session.stderr.splitlines() if line.startswith(prefix)), None), what=what
+    )
+    return str(line).removeprefix(prefix)
+
+
 @contextmanager
 def interrupt_when(condition: Callable[[], object], what: str) -> Iterator[list[float]]:
     """Send this process a SIGINT (what a kernel interrupt is) once ``condition`` holds; yields a list that

@@ -22,7 +22,17 @@ import ipywidgets as widgets
 import nbformat
 import psutil
 import pytest
-from conftest import ROOT, DemoHttpServer, assert_safe, children, demo_config, raw_config, unsafe_markup, wait_until
+from conftest import (
+    ROOT,
+    DemoHttpServer,
+    assert_safe,
+    children,
+    demo_config,
+    raw_config,
+    stderr_after,
+    unsafe_markup,
+    wait_until,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
@@ -258,11 +268,7 @@ def shell_payloads(directory: Path) -> list[str]:
 
 
 def argv_seen(session: pj.McpSession) -> list[str]:
-    line = wait_until(
-        lambda: next((line for line in session.stderr.splitlines() if line.startswith("ARGV ")), None),
-        what="the server to print its arguments",
-    )
-    return json.loads(line.removeprefix("ARGV "))
+    return json.loads(stderr_after(session, "ARGV ", what="the server to print its arguments"))
 
 
 def test_stdio_arguments_reach_the_server_literally_and_no_shell_runs_them(

@@ -12,7 +12,7 @@ import time
 
 import psutil
 import pytest
-from conftest import SERVERS, children, interrupt_when, raw_config, wait_until
+from conftest import SERVERS, children, interrupt_when, raw_config, stderr_after, wait_until
 from mcp.client import stdio as sdk_stdio
 
 import purra_jupyter as pj
@@ -91,10 +91,7 @@ def test_the_server_gets_the_environment_the_sdk_would_give_it(monkeypatch: pyte
     monkeypatch.setenv("PURRA_TEST_SECRET", "not inherited")
     code = SHOW_ENVIRONMENT.format(server=str(SERVERS / "raw_server.py"))
     with pj.connect(pj.ServerConfig("env", command=sys.executable, args=["-c", code], env={"GIVEN": "1"})) as session:
-        line = wait_until(
-            lambda: next((row for row in session.stderr.splitlines() if row.startswith("environment ")), None)
-        )
-    seen = json.loads(str(line).removeprefix("environment "))
+        seen = json.loads(stderr_after(session, "environment ", what="the server's environment"))
     seen.pop("LC_CTYPE", None)  # Python's own (PEP 538), set in the server as it starts
     expected = {**sdk_stdio.get_default_environment(), "GIVEN": "1"}
     assert seen == expected
@@ -102,11 +99,7 @@ def test_the_server_gets_the_environment_the_sdk_would_give_it(monkeypatch: pyte
 
 
 def lingering_pids(session: pj.McpSession) -> list[int]:
-    line = wait_until(
-        lambda: next((row for row in session.stderr.splitlines() if row.startswith("raw server: pids ")), None),
-        what="the server's pids",
-    )
-    return [int(pid) for pid in str(line).split()[-2:]]
+    return [int(pid) for pid in stderr_after(session, "raw server: pids ", what="the server's pids").split()]
 
 
 def gone(pid: int) -> bool:
