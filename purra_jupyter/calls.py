@@ -10,12 +10,11 @@ never raise: they come back with an ``error_code``; so does a failure of the hos
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -25,14 +24,15 @@ from typing import TYPE_CHECKING, Any
 from traitlets import Any as AnyTrait
 from traitlets import Enum, HasTraits
 
-from . import runner
+from . import raw_schema, runner
 from .bindings import Bindings, WriteTerms, make_binding
 from .catalog import READ, ToolVerdict
 from .config import check_timeout
 from .connection import CancelToken, Connection
 from .envelope import Envelope, RawResult
 from .errors import HostCodeError, McpSessionError
-from .purra_adapter import canonical_json, json_bytes, remote_contract
+from .purra_adapter import json_bytes, remote_contract
+from .raw_schema import Check, Misfit
 from .wire import (
     APPROVAL_DENIED,
     CALL_STATES,
@@ -216,8 +216,9 @@ def refusal(plan: CallPlan) -> Result | None:
     if connection.state == STALE:
         return record(plan, plan.fail(CATALOG_STALE, "the tools changed since they were listed; call refresh()"))
     problem = _argument_problem(plan)
-    if problem:
-        return record(plan, plan.fail(INVALID_ARGUMENTS, f"{problem}; nothing was sent"))
+    if problem is not None:
+        code, sentence = problem
+        return record(plan, plan.fail(code, f"{sentence}; nothing was sent"))
     return None
 
 
@@ -494,59 +495,33 @@ def arguments_digest(arguments: Any) -> str:
         return json_identity_digest({"json": json.dumps(arguments, sort_keys=True)})
 
 
-def _argument_problem(plan: CallPlan) -> str:
-    """Where the arguments break the contract (see ``argument_checker``), as a sentence; ``""`` if they fit."""
+def _argument_problem(plan: CallPlan) -> tuple[str, str] | None:
+    """The code and sentence of why the arguments cannot be sent (see ``argument_checker``); ``None`` if they fit."""
     check = argument_checker(plan.tool.input_schema, raw=plan.raw, limits=plan.connection.limits)
-    found = check(plan.arguments)
-    if found is None:
-        return ""
-    path, problem = found
-    return f"the arguments do not fit at {path}: {problem}"
+    misfit = check(plan.arguments)
+    if misfit is None:
+        return None
+    if misfit.code == INVALID_ARGUMENTS:
+        return misfit.code, f"the arguments do not fit at {misfit.path}: {misfit.problem}"
+    return misfit.code, misfit.problem
 
 
-def argument_checker(schema: Mapping[str, Any], *, raw: bool, limits: Any) -> Callable[[Any], tuple[str, str] | None]:
-    """A check of arguments returning ``(path, problem)`` or ``None``: PurrA's contract for the PurrA path
-    (built by purra-mcp from the listed schema, as the binding's is), the tool's own JSON Schema (its
-    declared draft) for the raw path. Both are built once per distinct schema."""
+def argument_checker(schema: Mapping[str, Any], *, raw: bool, limits: Any) -> Check:
+    """A check of arguments returning a ``Misfit`` or ``None``: PurrA's contract for the PurrA path (built by
+    purra-mcp from the listed schema, as the binding's is), the tool's own JSON Schema (its declared draft, read
+    as data: see ``raw_schema``) for the raw path. Both are built once per distinct schema."""
     if raw:
-        return _raw_checker(canonical_json(schema))
+        return raw_schema.checker(schema)
     from purra.structured import StructuredOutputError
 
     contract = remote_contract(schema, limits)
 
-    def check(arguments: Any) -> tuple[str, str] | None:
+    def check(arguments: Any) -> Misfit | None:
         try:
             contract.validate_value(arguments)
         except StructuredOutputError as error:
-            return error.details.get("path", "$"), f"{error.details.get('keyword', 'schema')} of the contract"
+            return Misfit(error.details.get("path", "$"), f"{error.details.get('keyword', 'schema')} of the contract")
         return None
-
-    return check
-
-
-@functools.lru_cache(maxsize=512)
-def _raw_checker(schema_text: str) -> Callable[[Any], tuple[str, str] | None]:
-    import jsonschema
-    from jsonschema.exceptions import best_match
-
-    def unusable(exc: Exception) -> tuple[str, str]:
-        return "$", f"the tool's own input schema cannot check arguments ({exc.__class__.__name__})"
-
-    # A server's schema can break a validator in many ways: refuse the arguments, never crash.
-    schema = json.loads(schema_text)
-    try:
-        validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        validator = validator_class(schema)
-    except Exception as exc:
-        problem = unusable(exc)
-        return lambda arguments: problem
-
-    def check(arguments: Any) -> tuple[str, str] | None:
-        try:
-            error = best_match(validator.iter_errors(arguments))
-        except Exception as exc:
-            return unusable(exc)
-        return None if error is None else (error.json_path, error.message)
 
     return check
 

@@ -42,6 +42,7 @@ NAME_CONFLICT = "mcp_name_conflict"
 CANCELED = "mcp_canceled"  # a write cancelled after it was sent: it may have happened
 CATALOG_STALE = "mcp_catalog_stale"
 CATALOG_LIMIT = "mcp_catalog_limit_exceeded"
+SCHEMA_UNSUPPORTED = "mcp_schema_unsupported"  # also: a raw call's schema the kit cannot check arguments with
 INVALID_ARGUMENTS = "mcp_invalid_arguments"
 RESULT_INVALID = "mcp_result_invalid"
 RESULT_TOO_LARGE = "mcp_result_too_large"

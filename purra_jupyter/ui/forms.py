@@ -4,7 +4,7 @@ The form covers the keywords of ``purra.output-schema/v1``. An optional field le
 out of the arguments (never sent as ``null``, ``""`` or ``[]``), and the arguments are checked
 against the tool's PurrA contract on every edit: the failing path shows next to its field and
 "Review call" stays disabled until they fit. Tools outside the profile get a JSON editor checked
-with ``jsonschema`` against their own schema.
+with ``jsonschema`` against their own schema, read as data (``raw_schema``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from IPython.display import display
 from ..calls import argument_checker
 from ..catalog import ToolVerdict
 from ..markup import ERROR_COLOR
+from ..raw_schema import Check
 from .approval import PendingCall
 from .records import LiveOutput, bundle_of, plain_bundle
 
@@ -280,11 +281,11 @@ class SchemaForm(widgets.VBox):
     def __init__(
         self,
         schema: Mapping[str, Any],
-        check: Callable[[Any], tuple[str, str] | None],
+        check: Check,
         *,
         editor: bool = False,
     ) -> None:
-        """``check(arguments)`` returns ``(path, problem)`` or ``None``; ``editor`` means a JSON editor."""
+        """``check(arguments)`` returns a ``Misfit`` (where and why) or ``None``; ``editor`` means a JSON editor."""
         super().__init__()
         self.schema = schema
         self.check = check
@@ -324,7 +325,7 @@ class SchemaForm(widgets.VBox):
             return self._refuse(error.path, str(error))
         found = self.check(value)
         if found is not None:
-            return self._refuse(*found)
+            return self._refuse(found.path, found.problem)
         self._show_problem(None, "")
         return value
 

@@ -1,0 +1,164 @@
+"""Untrusted servers, round 3: what a hostile server chooses (a schema's references and patterns, the length of a
+line, the processes it leaves, the text of its errors, the names of its tools, its hints) never makes the kit fetch,
+freeze, leak, grow, linger, link or send anything without a person's say. Each test runs a hostile server of its
+own (``tests/servers/untrusted_server.py``), over stdio and, where it applies, Streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from conftest import SERVERS, stop_tree
+
+import purra_jupyter as pj
+from purra_jupyter.envelope import RawResult
+from purra_jupyter.raw_schema import PATTERN_BUDGET_SECONDS
+
+UNTRUSTED = SERVERS / "untrusted_server.py"
+EVIL = "evil.example"
+TRANSPORTS = ["stdio", "http"]
+
+
+@contextmanager
+def untrusted(
+    transport: str, plan: dict[str, Any], name: str = "untrusted", **options: Any
+) -> Iterator[pj.ServerConfig]:
+    """A config for the untrusted server with ``plan``, over ``transport`` (an HTTP one runs meanwhile)."""
+    args = [str(UNTRUSTED), json.dumps(plan)]
+    if transport == "stdio":
+        yield pj.ServerConfig(name, command=sys.executable, args=args, **options)
+        return
+    process = subprocess.Popen([sys.executable, *args, "--http"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().decode()
+        assert line.startswith("listening on "), line
+        yield pj.ServerConfig(name, url=line.split()[-1], **options)
+    finally:
+        stop_tree(process, timeout=10)
+
+
+def tool(name: str, schema: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"name": name, "description": f"The tool {name}.", "inputSchema": schema, **fields}
+
+
+def one_property(schema: dict[str, Any], **root: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": {"x": schema}, **root}
+
+
+# --- 1. schemas are data ---------------------------------------------------------------------------------
+
+
+class _SchemaHost(BaseHTTPRequestHandler):
+    """Serves a schema that would let the arguments pass, and counts every request it gets."""
+
+    requests: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        type(self).requests.append(self.path)
+        body = b'{"type": "integer"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/schema+json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def schema_hosts(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """Three places a ``$ref`` may point to: a listener that counts requests, one that accepts connections and
+    never answers, and a file holding a schema (each would let ``{"x": 1}`` pass, were it loaded)."""
+    _SchemaHost.requests = []
+    host = ThreadingHTTPServer(("127.0.0.1", 0), _SchemaHost)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    schema_file = tmp_path / "integer.json"
+    schema_file.write_text('{"type": "integer"}')
+    threading.Thread(target=host.serve_forever, daemon=True).start()
+    try:
+        yield {
+            "counting": f"http://127.0.0.1:{host.server_port}/schema.json",
+            "silent": f"http://127.0.0.1:{silent.getsockname()[1]}/schema.json",
+            "file": schema_file.as_uri(),
+            "base": f"http://127.0.0.1:{host.server_port}/root.json",
+        }
+    finally:
+        host.shutdown()
+        host.server_close()
+        silent.close()
+
+
+def ref_tools(hosts: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        tool("ref_counting", one_property({"$ref": hosts["counting"]})),
+        tool("ref_silent", one_property({"$ref": hosts["silent"]})),
+        tool("ref_file", one_property({"$ref": hosts["file"]})),
+        tool("ref_relative", one_property({"$ref": "schema.json"}, **{"$id": hosts["base"]})),
+        tool("ref_inside", one_property({"$ref": "#/$defs/n"}, **{"$defs": {"n": {"type": "integer"}}})),
+    ]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_no_schema_reference_is_ever_retrieved_and_each_check_ends_at_once(transport: str, tmp_path: Path) -> None:
+    with schema_hosts(tmp_path) as hosts, untrusted(transport, {"tools": ref_tools(hosts)}, timeout=5) as config:
+        with pj.connect(config) as s:
+            for name in ("ref_counting", "ref_silent", "ref_file", "ref_relative"):
+                started = time.monotonic()
+                result = s.call(name, {"x": 1}, raw=True)  # pending approval: the check runs before it
+                assert time.monotonic() - started < 1.0, name  # the acceptance's bound (a silent address took 30 s)
+                assert isinstance(result, RawResult), name  # refused before any approval was asked
+                assert result.error_code == "mcp_schema_unsupported", (name, result)
+                assert "outside itself" in result.message and "never fetches" in result.message
+                form = s.form(name)
+                form.editor.value = '{"x": 2}'  # every edit checks again
+                assert form.review_button.disabled and "outside itself" in form.problem.value, form.problem.value
+                s.catalog._repr_mimebundle_()
+                s.catalog.to_frame()
+            # a reference inside the schema still resolves
+            assert s.call("ref_inside", {"x": "text"}, raw=True).error_code == "mcp_invalid_arguments"
+            inside = s.call("ref_inside", {"x": 3}, raw=True, approve=True)
+            assert inside.ok, inside
+        assert _SchemaHost.requests == []
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_backtracking_pattern_is_checked_within_the_budget(transport: str) -> None:
+    schema = one_property({"type": "string", "pattern": r"^(\w+\s?)*$"})
+    lookaround = one_property({"type": "string", "pattern": r"^(?=.*[A-Z]).{8,}$"})
+    keys = {"type": "object", "patternProperties": {r"^(a|aa)+$": {"type": "integer"}}, "additionalProperties": False}
+    tools = [tool("words", schema), tool("password", lookaround), tool("keys", keys)]
+    value = "An ordinary value with some words in it!"  # 41 characters; Python's re took 15 s on it
+    with untrusted(transport, {"tools": tools}) as config, pj.connect(config) as s:
+        form = s.form("words")
+        for edit in (value, value + "!", value[:-1] + "?"):
+            started = time.monotonic()
+            form.editor.value = json.dumps({"x": edit})
+            assert time.monotonic() - started < PATTERN_BUDGET_SECONDS  # the budget this check is held to
+            assert form.review_button.disabled and "does not match" in form.problem.value
+        started = time.monotonic()
+        refused = s.call("words", {"x": value}, raw=True)
+        assert time.monotonic() - started < PATTERN_BUDGET_SECONDS
+        assert refused.error_code == "mcp_invalid_arguments" and "does not match" in refused.message
+        assert s.call("words", {"x": "plain words here"}, raw=True, approve=True).ok
+        started = time.monotonic()
+        keyed = s.call("keys", {"a" * 40 + "b": 1}, raw=True)
+        assert time.monotonic() - started < PATTERN_BUDGET_SECONDS
+        assert keyed.error_code == "mcp_invalid_arguments", keyed
+        assert s.call("keys", {"aaaa": 1}, raw=True, approve=True).ok
+        # a pattern the linear-time engine does not run is refused with a sentence, not run on a backtracking one
+        unrun = s.call("password", {"x": "Secret123"}, raw=True)
+        assert unrun.error_code == "mcp_schema_unsupported" and "does not run" in unrun.message
