@@ -22,6 +22,7 @@ from .catalog import EFFECTS, READ, Catalog, build_catalog, default_local_name, 
 from .connection import Connection, Deadline
 from .errors import HostCodeError, McpSessionError
 from .markup import key_value_table
+from .names import visible
 from .wire import BINDING_INVALID, BINDING_MISSING, CATALOG_STALE, EVENT_BIND, NAME_CONFLICT, NOT_READ_ONLY, STALE
 
 if TYPE_CHECKING:
@@ -235,6 +236,11 @@ class Bindings(HasTraits):
     def binding(self, remote: str) -> Binding | None:
         return self._state.bindings.get(remote)
 
+    def label(self, remote: str) -> str:
+        """``remote`` as a person is shown it: its catalog label (``ToolVerdict.label``), or its visible name."""
+        catalog = self._state.catalog
+        return catalog[remote].label if remote in catalog else visible(remote)
+
     def effect(self, remote: str) -> str | None:
         """What ``remote`` is bound as (read, write, destructive); ``None`` when unbound."""
         binding = self.binding(remote)
@@ -338,7 +344,9 @@ class Bindings(HasTraits):
             state = replace(self._state, bindings={**self._state.bindings, remote: binding})
             state = await self._discovered(client, state, [is_write(binding)])
             self._install(state)
-        self.connection.log.add(EVENT_BIND, f"bound {remote} as {effect_of(binding)} tool {binding.local_name}{note}")
+        self.connection.log.add(
+            EVENT_BIND, f"bound {self.label(remote)} as {effect_of(binding)} tool {binding.local_name}{note}"
+        )
         found = state.found(is_write(binding))
         assert found is not None
         entries = found.snapshot.to_mapping()["entries"]
@@ -352,7 +360,7 @@ class Bindings(HasTraits):
         self.connection.check_usable()
         effect = self.effect(remote)
         self.connection.request(lambda client: self._remove(client, remote), timeout=self._deadline("unbinding"))
-        self.connection.log.add(EVENT_BIND, f"unbound {remote} ({name}, {effect})")
+        self.connection.log.add(EVENT_BIND, f"unbound {self.label(remote)} ({visible(name)}, {effect})")
 
     async def _remove(self, client: ClientSession, remote: str) -> None:
         async with self._lock():

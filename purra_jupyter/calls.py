@@ -105,6 +105,11 @@ class CallPlan:
         return self.bindings.catalog[self.remote]
 
     @property
+    def label(self) -> str:
+        """The tool's name as a person is shown it (invisible characters escaped, a look-alike marked)."""
+        return self.bindings.label(self.remote)
+
+    @property
     def declaration(self) -> str | None:
         """What approving this call also declares: binding an unbound tool as a read tool."""
         if self.raw or self.bindings.binding(self.remote) is not None:
@@ -129,7 +134,8 @@ class CallPlan:
 
     @property
     def summary(self) -> str:
-        return f"{self.local}({json.dumps(self.arguments, ensure_ascii=False)[:200]})"
+        name = self.label if self.raw else self.local
+        return f"{name}({json.dumps(self.arguments, ensure_ascii=False)[:200]})"
 
     @property
     def shown_arguments(self) -> tuple[str, Any]:
@@ -145,13 +151,13 @@ class CallPlan:
     def approved(self, how: str, digest: str) -> None:
         declaration = f"; declares: {self.declaration}" if self.declaration else ""
         effect = f" ({self.effect})" if self.write else ""
-        self.connection.log.add(EVENT_APPROVAL, f"{how}: {self.remote}{effect}, args {digest[:12]}{declaration}")
+        self.connection.log.add(EVENT_APPROVAL, f"{how}: {self.label}{effect}, args {digest[:12]}{declaration}")
 
     async def run(self, cancel: CancelToken) -> Result:
         return await send(self, cancel)
 
     def refused(self, how: str) -> Result:
-        self.connection.log.add(EVENT_APPROVAL, f"denied {self.remote} ({how}), args {self.digest()[:12]}")
+        self.connection.log.add(EVENT_APPROVAL, f"denied {self.label} ({how}), args {self.digest()[:12]}")
         return record(self, self.fail(APPROVAL_DENIED, "the call was denied; nothing was sent"))
 
     def failure(self, code: str, message: str) -> Result:
@@ -243,7 +249,8 @@ def record(plan: CallPlan, result: Result) -> Result:
     """The call's row in the session log."""
     path = "raw" if plan.raw else "purra"
     ms = "" if math.isclose(result.elapsed_ms, 0.0) else f" {result.elapsed_ms:.0f} ms"
-    plan.connection.log.add(EVENT_CALL, f"{result.tool} ({path}){ms}: {result.error_code or 'ok'}")
+    name = plan.label if plan.raw else result.tool
+    plan.connection.log.add(EVENT_CALL, f"{name} ({path}){ms}: {result.error_code or 'ok'}")
     return result
 
 
@@ -392,7 +399,7 @@ class Call(HasTraits):
         if self.state == PENDING:
             self.deny(f"{how} before a decision")
         elif self.state == RUNNING:
-            self.connection.log.add(EVENT_APPROVAL, f"{how}: {self.job.remote}, args {self.arguments_digest[:12]}")
+            self.connection.log.add(EVENT_APPROVAL, f"{how}: {self.job.label}, args {self.arguments_digest[:12]}")
             self._cancel.cancel(INTERRUPTED, f"the call was {how}")
 
     def wait(self) -> Any:
@@ -429,9 +436,7 @@ class Call(HasTraits):
         return None
 
     def _void(self, code: str, message: str) -> None:
-        self.connection.log.add(
-            EVENT_APPROVAL, f"void: {self.job.remote}, args {self.arguments_digest[:12]}: {message}"
-        )
+        self.connection.log.add(EVENT_APPROVAL, f"void: {self.job.label}, args {self.arguments_digest[:12]}: {message}")
         self.decision = Decision(f"void: {message}", datetime.now().astimezone())
         self._settle(VOID, self.job.failure(code, message))
 
@@ -453,7 +458,7 @@ class Call(HasTraits):
             self.connection.log.add(EVENT_ERROR, f"an observer of a call raised {exc.__class__.__name__}: {exc}")
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.connection.name}/{self.job.remote} {self.state}: {self.job.summary}>"
+        return f"<{type(self).__name__} {self.connection.name}/{self.job.label} {self.state}: {self.job.summary}>"
 
 
 def needs_a_person(approve: bool | None, policy: str, effect: str) -> bool:

@@ -20,6 +20,7 @@ from . import purra_adapter
 from .connection import Connection
 from .errors import McpSessionError
 from .markup import CELL, ERROR_COLOR, OK_COLOR, WRAPPED_CELL
+from .names import look_alikes, name_warning, one_line, visible
 from .purra_adapter import canonical_json
 from .wire import BINDING_INVALID, CATALOG_MIME, CATALOG_STALE, DIGEST_MISMATCH, EVENT_LIST, EVENT_LIST_CHANGED
 
@@ -36,6 +37,7 @@ MAX_RELISTS = 3  # list_changed while listing: list again at most this often, th
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # purra-mcp's rule for remote tool names
 _SAFE_INTEGER = 2**53 - 1
 FRAME_COLUMNS = [
+    "name_warning",
     "title",
     "description",
     "input_verdict",
@@ -133,6 +135,22 @@ class ToolVerdict:
     bound_as: str | None = None  # the binding's local name
     bound_effect: str | None = None  # what it is bound as: read, write or destructive
     refusal: str | None = None  # the code purra-mcp refuses a binding with (its first failing check)
+    look_alikes: tuple[str, ...] = ()  # the other tools of this server whose names are confusable with this one's
+
+    @property
+    def shown_name(self) -> str:
+        """The name as a person is shown it: invisible and control characters escaped (``names.visible``)."""
+        return visible(self.name)
+
+    @property
+    def name_warning(self) -> str:
+        """What a person must know of the name before trusting it (invisible characters, a look-alike); or ``""``."""
+        return name_warning(self.name, self.look_alikes)
+
+    @property
+    def label(self) -> str:
+        """The shown name with its warning, for one line of text (a log row, a plain-text view)."""
+        return f"{self.shown_name} (⚠ name {self.name_warning})" if self.name_warning else self.shown_name
 
     @property
     def bindable_as(self) -> str:
@@ -150,6 +168,7 @@ class ToolVerdict:
         hints = self.annotations
         return {
             "tool": self.name,
+            "name_warning": self.name_warning or None,
             "title": self.title,
             "description": self.description,
             "input_verdict": self.input_verdict,
@@ -236,7 +255,9 @@ class Catalog:
             "digest": self.digest,
             "note": self.note,
             "dropped": list(self.dropped),
-            "tools": [{**tool.row(), "reasons": list(tool.reasons)} for tool in self.tools],
+            "tools": [
+                {**tool.row(), "shown_name": tool.shown_name, "reasons": list(tool.reasons)} for tool in self.tools
+            ],
         }
 
     @property
@@ -254,7 +275,7 @@ class Catalog:
         for tool in self.tools:
             verdict = "callable" if tool.callable else "not callable"
             bound = f" (bound as {tool.bound_label})" if tool.bound_as else ""
-            lines.append(f"  {tool.name}: {verdict}{bound}")
+            lines.append(f"  {tool.label}: {verdict}{bound}")
             lines.extend(f"      {reason}" for reason in tool.reasons)
         return "\n".join(lines)
 
@@ -264,8 +285,9 @@ class Catalog:
             badge = _badge("callable", OK_COLOR) if tool.callable else _badge("not callable", ERROR_COLOR)
             reasons = "".join(f"<li>{escape(reason)}</li>" for reason in tool.reasons)
             rows.append(
-                f"<tr><td {CELL}><code>{escape(tool.name)}</code></td><td {CELL}>{escape(tool.title or '')}</td>"
-                f"<td {WRAPPED_CELL}>{escape(_shorten(tool.description))}</td>"
+                f"<tr><td {CELL}>{name_html(tool)}</td>"
+                f"<td {CELL}>{escape(one_line(tool.title or '', TITLE_CHARS))}</td>"
+                f"<td {WRAPPED_CELL}>{escape(visible(_shorten(tool.description)))}</td>"
                 f"<td {CELL}>{badge}</td><td {CELL}>{escape(tool.input_verdict)}</td>"
                 f"<td {CELL}>{escape(tool.output_verdict)}</td>"
                 f"<td {CELL}>{escape(tool.bindable_as)}</td>"
@@ -284,6 +306,17 @@ class Catalog:
 
 
 _HTML_COLUMNS = ("tool", "title", "description", "verdict", "input", "output", "bindable as", "bound as", "reasons")
+
+
+TITLE_CHARS = 120  # a server's title shown on one line
+
+
+def name_html(tool: ToolVerdict) -> str:
+    """The tool's name as code (escaped, isolated from the text around it), then its warning, in the warning
+    colour."""
+    warning = tool.name_warning
+    mark = f" <b class='purra-name-warning' style='color:{ERROR_COLOR}'>⚠ {escape(warning)}</b>" if warning else ""
+    return f"<code class='purra-tool-name'>{escape(tool.shown_name)}</code>{mark}"
 
 
 def _shorten(text: str, limit: int = 300) -> str:
@@ -575,7 +608,9 @@ async def build_catalog(connection: Connection, client: ClientSession) -> Catalo
             CATALOG_STALE, f"Server '{connection.name}' kept changing its tools while they were listed."
         )
     note = "" if listed is not None else "The server does not advertise the tools capability: it has no tools."
-    tools = tuple(sorted((verdict_of(tool, connection.limits) for tool in listed or ()), key=lambda t: t.name))
+    verdicts = sorted((verdict_of(tool, connection.limits) for tool in listed or ()), key=lambda t: t.name)
+    alikes = look_alikes(verdict.name for verdict in verdicts)
+    tools = tuple(replace(verdict, look_alikes=alikes.get(verdict.name, ())) for verdict in verdicts)
     callable_count = sum(t.callable for t in tools)
     connection.log.add(EVENT_LIST, f"{len(tools)} tools, {callable_count} callable (revision {revision})")
     return Catalog(connection.name, connection.protocol_version, tools, revision, note)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import McpSessionError
 from .markup import CELL, ERROR_COLOR, OK_COLOR, WRAPPED_CELL, pre
+from .names import visible
 from .wire import COMMITTED, ENVELOPE_MIME, NOT_STARTED, NOT_TABULAR, RAW_RESULT_MIME, UNKNOWN
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ def _header_html(kind: str, server: str, tool: str, error_code: str | None, elap
     color = OK_COLOR if error_code is None else ERROR_COLOR
     return (
         f"<div><b>{escape(kind)}</b> · <span style='color:{color};font-weight:bold'>{escape(_status(error_code))}"
-        f"</span> · {escape(server)} · <code>{escape(tool)}</code> · {elapsed_ms:.0f} ms</div>"
+        f"</span> · {escape(server)} · <code>{escape(visible(tool))}</code> · {elapsed_ms:.0f} ms</div>"
     )
 
 

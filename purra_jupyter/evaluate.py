@@ -140,6 +140,10 @@ class Batch(HasTraits):
     def effect(self) -> str:
         return self.probe.effect
 
+    @property
+    def label(self) -> str:
+        return self.probe.label
+
     def still_covered(self) -> bool:
         return self.probe.still_covered()
 
@@ -243,7 +247,7 @@ class Batch(HasTraits):
             bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in self.to_frame().attrs["summary"].counts.items()))
 
     def _log(self, detail: str) -> None:
-        self.connection.log.add(EVENT_APPROVAL, f"evaluate {self.remote}: {detail}")
+        self.connection.log.add(EVENT_APPROVAL, f"evaluate {self.label}: {detail}")
 
     # --- the table -------------------------------------------------------------------------
 

@@ -76,6 +76,13 @@ def interrupt_when(condition: Callable[[], object], what: str) -> Iterator[list[
         watcher.join()
 
 
+def descendants(widget: Any) -> Iterator[Any]:
+    """``widget`` and every widget inside it (boxes' children)."""
+    yield widget
+    for child in getattr(widget, "children", ()) or ():
+        yield from descendants(child)
+
+
 def children() -> set[int]:
     """This process's live descendants (server processes), zombies left out."""
     return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}

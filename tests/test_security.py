@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import traceback
-from collections.abc import Iterator
 from dataclasses import dataclass
 from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +27,7 @@ from conftest import (
     assert_safe,
     children,
     demo_config,
+    descendants,
     raw_config,
     stderr_after,
     unsafe_markup,
@@ -40,6 +40,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import purra_jupyter as pj
+from purra_jupyter import names
 from purra_jupyter.config import load_servers
 from purra_jupyter.envelope import Envelope, RawResult
 from purra_jupyter.ui.approval import PendingCall
@@ -59,14 +60,6 @@ XSS = [
 
 
 # --- helpers -----------------------------------------------------------------------------------------
-
-
-def descendants(widget: Any) -> Iterator[Any]:
-    """``widget`` and every widget inside it (boxes' children)."""
-    yield widget
-    for child in getattr(widget, "children", ()) or ():
-        if isinstance(child, widgets.Widget):
-            yield from descendants(child)
 
 
 def widget_state(widget: widgets.Widget) -> str:
@@ -811,7 +804,7 @@ def test_generated_envelopes_render_safely(
     envelope = Envelope(
         server, tool, json.dumps({"text": text, "structured": structured}), error_code, elapsed, message
     )
-    check_result_bundle(envelope, ENVELOPE_MIME, [*text, server, tool, message])
+    check_result_bundle(envelope, ENVELOPE_MIME, [*text, server, names.visible(tool), message])  # a name, made visible
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -834,7 +827,7 @@ def test_generated_raw_results_render_safely(
         part for block in content if block.get("type") == "resource_link" for part in (block["name"], block["uri"])
     ]
     texts += [block["resource"].get("text", "") for block in content if block.get("type") == "resource"]
-    check_result_bundle(raw, RAW_RESULT_MIME, [*texts, server, tool, message])
+    check_result_bundle(raw, RAW_RESULT_MIME, [*texts, server, names.visible(tool), message])
     html = raw._repr_mimebundle_()["text/html"]
     rasters = [block for block in content if block.get("type") == "image"
                and block["mimeType"] in ("image/png", "image/jpeg", "image/gif", "image/webp")]  # fmt: skip

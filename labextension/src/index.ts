@@ -56,6 +56,7 @@ const CLASS = {
   image: 'jp-PurraRenderer-image',
   table: 'jp-PurraRenderer-table',
   badge: 'jp-PurraRenderer-badge',
+  nameWarning: 'jp-PurraRenderer-nameWarning',
   filter: 'jp-PurraRenderer-filter',
   tree: 'jp-PurraRenderer-tree',
   treeKey: 'jp-PurraRenderer-treeKey',
@@ -319,6 +320,15 @@ namespace Private {
     return node;
   }
 
+  /**
+   * `node` as a bidirectional isolate (`dir="auto"`): a right-to-left override in server text it holds ends with
+   * it, so it cannot reverse the kit's words after it.
+   */
+  export function isolated<T extends HTMLElement>(node: T): T {
+    node.dir = 'auto';
+    return node;
+  }
+
   export function text(content: string): Text {
     return document.createTextNode(content);
   }
@@ -340,7 +350,7 @@ namespace Private {
     line.appendChild(text(' · '));
     line.appendChild(el('span', errorCode === null ? CLASS.ok : CLASS.error, errorCode ?? 'ok'));
     line.appendChild(text(` · ${asText(data.server)} · `));
-    line.appendChild(el('code', undefined, asText(data.tool)));
+    line.appendChild(isolated(el('code', undefined, asText(data.tool))));
     line.appendChild(el('span', CLASS.muted, ` · ${elapsed} ms`));
     return line;
   }
@@ -591,7 +601,12 @@ namespace Private {
       row.appendChild(td);
       return td;
     };
-    cell().appendChild(el('code', undefined, asText(tool.tool)));
+    const name = cell();
+    name.appendChild(isolated(el('code', undefined, asText(tool.shown_name ?? tool.tool))));
+    const warning = asText(tool.name_warning);
+    if (warning) {
+      name.appendChild(el('div', CLASS.nameWarning, `⚠ name ${warning}`));
+    }
     cell(asText(tool.title));
     const description = asText(tool.description);
     if (description.length > DESCRIPTION_LIMIT) {

@@ -19,8 +19,9 @@ from traitlets import dlink
 
 from .. import runner
 from ..calls import Call
-from ..catalog import DESTRUCTIVE, WRITE
+from ..catalog import DESTRUCTIVE, WRITE, name_html
 from ..markup import ERROR_COLOR, WARN_COLOR, key_value_table, pre
+from ..names import one_line, visible
 from ..wire import RUNNING
 from .records import (
     SETTLED,
@@ -34,6 +35,8 @@ from .records import (
 )
 
 HINTS_LABEL = "server hints — grant no authority"
+SERVER_TITLE_LABEL = "the server's title"
+SERVER_DESCRIPTION_LABEL = "the server's description"
 
 
 class PendingCall(Call):
@@ -173,6 +176,22 @@ def _banner(css_class: str, text: str, border: str, color: str = "inherit") -> s
     )
 
 
+TITLE_CHARS = 120  # the server's title, on one line
+DESCRIPTION_CHARS = 400  # the server's description, on one line: a few lines high at most
+
+
+def _name_html(call: Call) -> str:
+    """What will run, first: the tool's real name, large, invisible characters shown as escapes and a look-alike
+    marked; the server it runs on."""
+    job = call.job
+    connection = call.connection
+    name = name_html(job.tool).replace("<code ", "<code style='font-size:1.15em;font-weight:bold' ", 1)
+    return (
+        f"<div class='purra-approval-tool' style='text-align:left;margin:4px 0'><small>tool</small> {name} "
+        f"<small>on server</small> <code>{escape(connection.name)}</code></div>"
+    )
+
+
 def _details_html(call: Call) -> str:
     job = call.job
     connection = call.connection
@@ -181,9 +200,13 @@ def _details_html(call: Call) -> str:
     verdict = "callable under PurrA" if tool.callable else "outside the PurrA profile: " + "; ".join(tool.reasons)
     rows = [
         ("server", f"{connection.name} ({connection.transport}: {connection.config.target})"),
-        ("tool", f"{tool.title or tool.name} ({job.remote}) — {path}"),
-        ("verdict", verdict),
+        ("call", path),
     ]
+    if tool.title:
+        rows.append((SERVER_TITLE_LABEL, one_line(tool.title, TITLE_CHARS)))
+    if tool.description:
+        rows.append((SERVER_DESCRIPTION_LABEL, one_line(tool.description, DESCRIPTION_CHARS)))
+    rows.append(("verdict", visible(verdict)))
     rows.extend(job.detail_rows)
     if job.declaration:
         rows.append(("declares", job.declaration))
@@ -208,4 +231,4 @@ def _details_html(call: Call) -> str:
     arguments = pre(json.dumps(shown, indent=2, ensure_ascii=False))
     table = key_value_table(rows, "purra-approval-details")
     question = f"<div style='text-align:left'><b>{escape(job.question)}</b></div>"
-    return f"{question}{banner}{table}{facts}<div>{escape(label)}</div>{arguments}"
+    return f"{question}{_name_html(call)}{banner}{table}{facts}<div>{escape(label)}</div>{arguments}"

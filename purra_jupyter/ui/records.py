@@ -116,7 +116,7 @@ def decision_data(call: Call) -> dict[str, Any]:
         "how": decision.how if decision else "",
         "at": decision.at.isoformat(timespec="seconds") if decision else "",
         "server": call.connection.name,
-        "tool": call.job.remote,
+        "tool": call.job.label,  # as a person is shown it: invisible characters escaped, a look-alike marked
         "effect": call.job.effect,
         "argumentsDigest": call.arguments_digest,
     }
