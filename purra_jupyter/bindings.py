@@ -84,6 +84,7 @@ class _State:
     bindings: Mapping[str, Binding] = field(default_factory=dict)  # by remote name, reads and writes
     reads: McpToolCatalog | None = None  # purra-mcp's snapshot and registrations of the read bindings
     writes: McpToolCatalog | None = None  # ... and of the write bindings (schemaVersion 2)
+    assumed: Mapping[str, str] = field(default_factory=dict)  # remote -> the write hint assume_read_only overrode
 
     def found(self, writing: bool) -> McpToolCatalog | None:
         return self.writes if writing else self.reads
@@ -325,6 +326,7 @@ class Bindings(HasTraits):
             note = self.check_read_declaration(remote, assume_read_only=assume_read_only)
         elif options.get("scope_validator") is allow_any_scope:
             note = " with pj.allow_any_scope: no scope is checked"
+        assumed = write_hint(self.catalog[remote].annotations) if effect == READ and note else None
         written = None
         if effect != READ:
             given = {key: value for key, value in (identity or {}).items() if value is not None}
@@ -332,16 +334,20 @@ class Bindings(HasTraits):
         binding = make_binding(remote, effect=effect, identity=written, **options)
         try:
             return self.connection.request(
-                lambda client: self.add(client, remote, binding, note), timeout=self._deadline(f"binding '{remote}'")
+                lambda client: self.add(client, remote, binding, note, assumed=assumed),
+                timeout=self._deadline(f"binding '{remote}'"),
             )
         except McpSessionError as error:
             raise self.explained(remote, error) from error
 
-    async def add(self, client: ClientSession, remote: str, binding: Binding, note: str = "") -> dict[str, Any]:
+    async def add(
+        self, client: ClientSession, remote: str, binding: Binding, note: str = "", *, assumed: str | None = None
+    ) -> dict[str, Any]:
         """Add ``binding`` through purra-mcp with every current binding of its kind (on the loop); returns its
-        entry. ``note`` is logged with it."""
+        entry. ``note`` is logged with it; ``assumed`` is the write hint a read declaration overrode."""
         async with self._lock():
-            state = replace(self._state, bindings={**self._state.bindings, remote: binding})
+            overrides = {**self._state.assumed, remote: assumed} if assumed else self._state.assumed
+            state = replace(self._state, bindings={**self._state.bindings, remote: binding}, assumed=overrides)
             state = await self._discovered(client, state, [is_write(binding)])
             self._install(state)
         self.connection.log.add(
@@ -366,7 +372,8 @@ class Bindings(HasTraits):
         async with self._lock():
             writing = is_write(self._state.bindings[remote])
             bindings = {r: b for r, b in self._state.bindings.items() if r != remote}
-            state = replace(self._state, bindings=bindings)
+            assumed = {r: hint for r, hint in self._state.assumed.items() if r != remote}
+            state = replace(self._state, bindings=bindings, assumed=assumed)
             if self.connection.state == STALE:  # a stale catalog cannot be discovered: the next refresh re-binds
                 state = state.with_found(writing, None)
             else:
@@ -382,18 +389,34 @@ class Bindings(HasTraits):
         async with self._lock():
             catalog = await build_catalog(self.connection, client)
             before = self._state.bindings
-            keep = {r: b for r, b in before.items() if r in catalog and catalog[r].callable}
+            why = {remote: self._no_longer_holds(remote, binding, catalog) for remote, binding in before.items()}
+            keep = {remote: binding for remote, binding in before.items() if not why[remote]}
+            assumed = {remote: hint for remote, hint in self._state.assumed.items() if remote in keep}
             dropped = sorted(set(before) - set(keep))
-            state = await self._discovered(client, _State(catalog, keep), [False, True])
+            state = await self._discovered(client, _State(catalog, keep, assumed=assumed), [False, True])
             self._install(state, dropped)
             self.connection.mark_current(catalog.revision)
         for remote in dropped:
-            why = "; ".join(catalog[remote].reasons) if remote in catalog else "the server no longer lists it"
             kind = effect_of(before[remote])
             self.connection.log.add(
-                EVENT_BIND, f"dropped the binding of {remote} (a {kind} tool, {before[remote].local_name}): {why}"
+                EVENT_BIND,
+                f"dropped the binding of {self.label(remote)} (a {kind} tool, {before[remote].local_name}): "
+                f"{why[remote]}",
             )
         return self.catalog
+
+    def _no_longer_holds(self, remote: str, binding: Binding, catalog: Catalog) -> str:
+        """Why ``binding`` cannot stay in ``catalog`` (``""`` when it can): the tool is gone or unsupported, or a
+        read binding's tool is now hinted as a write (one a person did not declare read despite that very hint)."""
+        if remote not in catalog:
+            return "the server no longer lists it"
+        tool = catalog[remote]
+        if not tool.callable:
+            return "; ".join(tool.reasons)
+        hint = write_hint(tool.annotations)
+        if not is_write(binding) and hint is not None and hint != self._state.assumed.get(remote):
+            return f"its server now marks it {hint}; bind it as a write to call it under PurrA"
+        return ""
 
     async def _discovered(self, client: ClientSession, state: _State, kinds: Iterable[bool]) -> _State:
         """``state`` with purra-mcp's catalogs of the given kinds (``False`` reads, ``True`` writes) found anew."""

@@ -26,7 +26,7 @@ from traitlets import Enum, HasTraits
 
 from . import raw_schema, runner
 from .bindings import Bindings, WriteTerms, make_binding
-from .catalog import READ, ToolVerdict
+from .catalog import READ, ToolVerdict, write_hint
 from .config import check_timeout
 from .connection import CancelToken, Connection
 from .envelope import Envelope, RawResult
@@ -65,6 +65,8 @@ from .wire import (
 if TYPE_CHECKING:
     from mcp import ClientSession
 
+    from .bindings import Binding
+
 EMPTY_ENVELOPE = '{"text":[],"structured":null}'  # purra-mcp's envelope on every failure
 Result = Envelope | RawResult
 STOP_SECONDS = 10.0  # after an interrupt, how long the kernel waits for a write (or a batch's rows) in flight
@@ -85,15 +87,29 @@ class CallPlan:
     timeout: float
     revision: int
     write: WriteTerms | None = None
+    binding: Binding | None = None  # the binding the call was planned with (``None``: unbound)
 
     @property
     def effect(self) -> str:
         """What the call may do as declared: ``read`` (also for an unbound tool), ``write`` or ``destructive``."""
         return self.write.effect if self.write is not None else READ
 
+    @property
+    def write_hint(self) -> str | None:
+        """The hint by which the server says its tool writes (``readOnlyHint: false`` ...), or ``None``."""
+        return write_hint(self.tool.annotations)
+
+    @property
+    def may_write(self) -> bool:
+        """Whether the call may change the server's data: declared a write, or hinted as one by the server. The
+        ``auto`` policy approves neither: a person decides."""
+        return self.effect != READ or self.write_hint is not None
+
     def still_covered(self) -> bool:
-        """Whether the tool is still bound as it was when the call was planned (a write's terms unchanged)."""
-        return self.bindings.write_terms(self.remote) == self.write
+        """Whether the tool is still bound as it was when the call was planned (the same binding, a write's terms
+        unchanged)."""
+        bindings = self.bindings
+        return bindings.binding(self.remote) is self.binding and bindings.write_terms(self.remote) == self.write
 
     @property
     def local(self) -> str:
@@ -201,7 +217,8 @@ def plan_call(
         check_timeout(timeout, "The call's timeout")
     seconds = float(timeout) if timeout is not None else connection.limits.timeout_ms / 1000
     write = bindings.write_terms(remote)
-    plan = CallPlan(connection, bindings, remote, copied, raw, seconds, connection.revision, write)
+    binding = bindings.binding(remote)
+    plan = CallPlan(connection, bindings, remote, copied, raw, seconds, connection.revision, write, binding)
     if not raw and bindings.binding(remote) is None and remote in bindings.catalog:
         tool = bindings.catalog[remote]
         if not tool.callable:
@@ -461,10 +478,11 @@ class Call(HasTraits):
         return f"<{type(self).__name__} {self.connection.name}/{self.job.label} {self.state}: {self.job.summary}>"
 
 
-def needs_a_person(approve: bool | None, policy: str, effect: str) -> bool:
-    """Whether a call waits for a person (the approval widget): no decision in code, and the ``prompt`` policy
-    or a write (``auto`` covers read calls only; ``deny`` refuses without asking)."""
-    return approve is None and (policy == "prompt" or (policy == "auto" and effect != READ))
+def needs_a_person(approve: bool | None, policy: str, may_write: bool) -> bool:
+    """Whether a call waits for a person (the approval widget): no decision in code, and the ``prompt`` policy,
+    or a call that may write (``auto`` covers calls of tools that neither are bound as writes nor hinted as
+    writes by their server, on any path; ``deny`` refuses without asking)."""
+    return approve is None and (policy == "prompt" or (policy == "auto" and may_write))
 
 
 def check_approve(approve: object) -> None:

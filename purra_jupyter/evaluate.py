@@ -10,6 +10,7 @@ sent. Tool failures are rows, never exceptions.
 
 from __future__ import annotations
 
+import copy
 import queue
 import time
 from collections import Counter
@@ -143,6 +144,14 @@ class Batch(HasTraits):
     @property
     def label(self) -> str:
         return self.probe.label
+
+    @property
+    def may_write(self) -> bool:
+        return self.probe.may_write
+
+    @property
+    def write_hint(self) -> str | None:
+        return self.probe.write_hint
 
     def still_covered(self) -> bool:
         return self.probe.still_covered()
@@ -314,20 +323,44 @@ def prepare(
 
 
 def input_rows(rows: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    """The input table and each row's arguments. A DataFrame's missing cells (None, NaN, NA) are left
-    out of the arguments, never sent as null; a list of argument dicts is sent as given."""
+    """The input table and each row's arguments, copied whole: what a person reviews is what is sent and what
+    the result table shows, whatever happens to ``rows`` (or the lists inside its cells) afterwards. A
+    DataFrame's missing cells (None, NaN, NA) are left out of the arguments, never sent as null; a list of
+    argument dicts is sent as given."""
     import pandas as pd
 
     if isinstance(rows, pd.DataFrame):
-        records = rows.to_dict(orient="records")
-        return rows, [{k: v for k, v in record.items() if not _missing(v)} for record in records]
+        frame = _deep_copy(rows)
+        records = frame.to_dict(orient="records")
+        return frame, [{k: v for k, v in record.items() if not _missing(v)} for record in records]
     if isinstance(rows, Mapping) or isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
         raise McpSessionError(CONFIG_INVALID, "rows must be a DataFrame or a list of argument dicts.")
     arguments = [dict(row) if isinstance(row, Mapping) else None for row in rows]
     if None in arguments:
         raise McpSessionError(CONFIG_INVALID, "rows must be a DataFrame or a list of argument dicts.")
+    arguments = [_copied(row) for row in arguments]
     # nullable dtypes: an integer argument some rows leave out stays an integer column, with <NA> there
-    return pd.DataFrame(arguments, index=pd.RangeIndex(len(arguments))).convert_dtypes(), arguments
+    frame = pd.DataFrame(arguments, index=pd.RangeIndex(len(arguments)))  # (the arguments are the batch's own)
+    return frame.convert_dtypes(), arguments
+
+
+def _copied(value: Any) -> Any:
+    try:
+        return copy.deepcopy(value)
+    except Exception as error:
+        what = error.__class__.__name__
+        raise McpSessionError(CONFIG_INVALID, f"rows must hold values a batch can copy ({what}).") from None
+
+
+def _deep_copy(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its own data, down to the objects in its cells (pandas' deep copy shares those)."""
+    import pandas as pd
+
+    copied = frame.copy(deep=True)
+    for position in range(copied.shape[1]):
+        if pd.api.types.is_object_dtype(copied.dtypes.iloc[position]):  # cells of Python objects (lists, dicts)
+            copied.iloc[:, position] = copied.iloc[:, position].map(_copied)
+    return copied
 
 
 def _missing(value: Any) -> bool:

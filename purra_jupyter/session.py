@@ -258,7 +258,7 @@ class McpSession(HasTraits):
         return self._decide(batch, approve) if batch.waiting else batch.to_frame()
 
     def _decide(self, job: Any, approve: bool | None) -> Any:
-        if needs_a_person(approve, self.approval, job.effect):
+        if needs_a_person(approve, self.approval, job.may_write):
             from .ui.approval import PendingCall  # the widgets load with the first widget (ipywidgets is slow)
 
             return PendingCall(job)
@@ -404,7 +404,8 @@ def connect(
         if approval == "auto":
             connection.log.add(
                 EVENT_CONNECT,
-                "approval policy 'auto': every read call of this session is approved (a write still asks)",
+                "approval policy 'auto': every read call of this session is approved (a write, or a tool its server "
+                "hints writes, still asks)",
             )
         try:
             catalog = connection.request(lambda client: _first_catalog(connection, client), timeout=deadline)

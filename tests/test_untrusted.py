@@ -17,12 +17,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pandas as pd
 import pytest
-from conftest import SERVERS, descendants, stop_tree
+from conftest import SERVERS, descendants, stop_tree, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.envelope import RawResult
 from purra_jupyter.raw_schema import PATTERN_BUDGET_SECONDS
+from purra_jupyter.ui.approval import PendingCall
 
 UNTRUSTED = SERVERS / "untrusted_server.py"
 EVIL = "evil.example"
@@ -218,3 +220,93 @@ def test_the_approval_view_shows_the_real_name_first_and_marks_look_alikes(trans
         rows = [row.detail for row in s.log if row.event in ("approval", "call")]
         assert rows and all(ZWSP not in row for row in rows)
         assert any("search\\u200b" in row and "looks like" in row for row in rows), rows
+
+
+# --- 7. no auto approval for what may write; a batch sends what was reviewed; refresh re-checks hints --------
+
+PROFILE = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"], "additionalProperties": False}
+HINTED = [
+    tool("wipe", PROFILE, annotations={"destructiveHint": True}),
+    tool("note", PROFILE, annotations={"readOnlyHint": False}),
+    tool("echo", {"type": "object"}),
+]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_auto_policy_asks_for_every_call_hinted_as_a_write(transport: str) -> None:
+    with untrusted(transport, {"tools": HINTED}) as config, pj.connect(config, approval="auto") as s:
+        for name, hint in (("wipe", "destructiveHint: true"), ("note", "readOnlyHint: false")):
+            call = s.call(name, {"x": "all"}, raw=True)
+            assert isinstance(call, PendingCall) and call.state == "pending", call
+            assert hint in call._repr_mimebundle_()["text/html"]  # the widget says why it asks
+            call.deny()
+            batch = s.evaluate(name, [{"x": "a"}, {"x": "b"}], raw=True)
+            assert isinstance(batch, PendingCall) and batch.state == "pending", batch
+            batch.deny()
+        assert s.call("echo", {"x": 1}, raw=True).ok  # what no hint calls a write is approved by the policy
+        sent = [row.detail for row in s.log.events("call") if "ok" in row.detail]
+        assert len(sent) == 1 and sent[0].startswith("echo"), sent
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_batch_sends_and_shows_the_rows_that_were_reviewed(transport: str) -> None:
+    rows = pd.DataFrame({"text": ["first", "second"], "tags": [["a"], ["b"]]})
+    with untrusted(transport, {"tools": HINTED}) as config, pj.connect(config) as s:
+        pending = s.evaluate("echo", rows, raw=True)
+        reviewed = pending._repr_mimebundle_()["text/html"]
+        rows.loc[0, "text"] = "changed after review"
+        rows.at[1, "tags"].append("appended to a list after review")
+        rows.loc[2] = ["a row added after review", ["c"]]
+        pending.approve()
+        wait_until(lambda: pending.state == "done", what="the batch to settle")
+        table = pending.result
+        assert len(table) == 2 and table["ok"].all()
+        assert list(table["arg:text"]) == ["first", "second"] and list(table["tags"]) == [["a"], ["b"]]
+        echoed = [json.loads(text) for text in table["text"]]  # what the server received
+        assert echoed == [{"tags": ["a"], "text": "first"}, {"tags": ["b"], "text": "second"}]
+        assert "changed after review" not in reviewed
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_refresh_drops_a_read_binding_whose_tool_is_now_hinted_as_a_write(transport: str) -> None:
+    before = [
+        tool("lookup", PROFILE, annotations={"readOnlyHint": True}),
+        tool("tally", PROFILE, annotations={"readOnlyHint": False}),
+        tool("change", {"type": "object"}),
+    ]
+    after = [
+        tool("lookup", PROFILE, annotations={"destructiveHint": True}),
+        tool("tally", PROFILE, annotations={"readOnlyHint": False}),  # the hint its read binding was made against
+        tool("change", {"type": "object"}),
+    ]
+    plan = {"tools": before, "tools_after_change": after, "calls": {"change": "change"}}
+    with untrusted(transport, plan) as config, pj.connect(config, approval="auto") as s:
+        s.bind("lookup")
+        s.bind("tally", assume_read_only=True)
+        planned = s.call("lookup", {"x": "q"}, approve=None)
+        assert planned.ok  # the auto policy: a read, hinted as one
+        assert s.call("change", {}, raw=True, approve=True).ok
+        wait_until(lambda: s.state == "stale", what="tools/list_changed")
+        s.refresh()
+        assert "lookup" in s.catalog.dropped and s.catalog["lookup"].bound_as is None
+        assert s.catalog["tally"].bound_as == "tally"  # declared read against that very hint: kept
+        dropped = [row.detail for row in s.log.events("bind") if row.detail.startswith("dropped")]
+        assert len(dropped) == 1 and "now marks it destructiveHint: true" in dropped[0], dropped
+        with pytest.raises(pj.McpSessionError) as caught:  # calling it unbound would declare it read again
+            s.call("lookup", {"x": "q"}, approve=True)
+        assert caught.value.code == "mcp_not_read_only"
+        assert isinstance(s.call("lookup", {"x": "q"}, raw=True), PendingCall)  # raw: a person decides
+
+
+def test_a_call_planned_before_its_read_binding_was_dropped_is_void() -> None:
+    before = [tool("lookup", PROFILE, annotations={"readOnlyHint": True}), tool("change", {"type": "object"})]
+    after = [tool("lookup", PROFILE, annotations={"destructiveHint": True}), tool("change", {"type": "object"})]
+    plan = {"tools": before, "tools_after_change": after, "calls": {"change": "change-silently"}}
+    with untrusted("stdio", plan) as config, pj.connect(config) as s:
+        s.bind("lookup")
+        pending = s.call("lookup", {"x": "q"})
+        s.call("change", {}, raw=True, approve=True)  # the server changes its hints and says nothing
+        s.refresh()  # the person lists again: the read binding is dropped
+        pending.approve()
+        assert pending.state == "void" and pending.result.error_code == "mcp_catalog_stale", pending.result
+        assert s.stderr.count("got tools/call") == 1  # only the change: nothing was sent for lookup

@@ -226,7 +226,10 @@ def test_a_read_declaration_against_the_servers_hints_is_refused(demo: pj.McpSes
     assert entry["policy"]["mode"] == "read"
     logged = [row.detail for row in demo.log.events("bind")]
     assert any("although its server marks it readOnlyHint: false (assume_read_only=True)" in d for d in logged)
-    assert demo.call("add_note", {"text": "x"}).effect_state == "not_started"  # purra's word for a read
+    asked = demo.call("add_note", {"text": "x"})  # hinted as a write: the auto policy still asks a person
+    assert isinstance(asked, PendingCall) and asked.state == "pending"
+    asked.deny()
+    assert demo.call("add_note", {"text": "x"}, approve=True).effect_state == "not_started"  # purra's word: a read
     assert demo.catalog["add_note"].bound_label == "add_note (read)"
     assert demo.bind("echo")["policy"]["mode"] == "read"  # hints that say read change nothing
 

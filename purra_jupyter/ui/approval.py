@@ -161,6 +161,7 @@ def hint_words(annotations: dict[str, Any]) -> list[str]:
     return words
 
 
+HINTED_WRITE_BANNER = "ITS SERVER SAYS IT WRITES ({}) — approving may let this call change data on the server"
 EFFECT_BANNERS = {
     WRITE: "WRITE — approving lets this call change data on the server",
     DESTRUCTIVE: "DESTRUCTIVE — approving lets this call delete or overwrite data on the server",
@@ -227,6 +228,9 @@ def _details_html(call: Call) -> str:
             banner += _banner(css, EFFECT_BANNERS[job.effect], ERROR_COLOR, ERROR_COLOR)
         else:
             banner += _banner(css, EFFECT_BANNERS[job.effect], WARN_COLOR)
+    elif job.write_hint is not None:  # not declared a write, and its server says it is one: a person decides
+        banner += _banner("purra-effect-banner purra-hinted-write", HINTED_WRITE_BANNER.format(job.write_hint),
+                          WARN_COLOR)  # fmt: skip
     label, shown = job.shown_arguments
     arguments = pre(json.dumps(shown, indent=2, ensure_ascii=False))
     table = key_value_table(rows, "purra-approval-details")
