@@ -338,7 +338,7 @@ class Bindings(HasTraits):
                 timeout=self._deadline(f"binding '{remote}'"),
             )
         except McpSessionError as error:
-            raise self.explained(remote, error) from error
+            raise self.explained(remote, error) from None
 
     async def add(
         self, client: ClientSession, remote: str, binding: Binding, note: str = "", *, assumed: str | None = None

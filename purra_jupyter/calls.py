@@ -106,10 +106,12 @@ class CallPlan:
         return self.effect != READ or self.write_hint is not None
 
     def still_covered(self) -> bool:
-        """Whether the tool is still bound as it was when the call was planned (the same binding, a write's terms
-        unchanged)."""
+        """Whether the tool is still bound as it was when the call was planned: the same binding (or, for a call
+        that declared a read binding, one made since), a write's terms unchanged."""
         bindings = self.bindings
-        return bindings.binding(self.remote) is self.binding and bindings.write_terms(self.remote) == self.write
+        now = bindings.binding(self.remote)
+        declared = self.binding is None and now is not None and bindings.effect(self.remote) == READ
+        return (now is self.binding or declared) and bindings.write_terms(self.remote) == self.write
 
     @property
     def local(self) -> str:
@@ -280,7 +282,7 @@ async def _execute(plan: CallPlan, client: ClientSession) -> Result:
         try:
             await bindings.add(client, plan.remote, make_binding(plan.remote))
         except Exception as error:
-            raise bindings.explained(plan.remote, plan.connection.error(error)) from error
+            raise bindings.explained(plan.remote, plan.connection.error(error)) from None
     registration = bindings.registration(plan.remote)
     started = time.perf_counter()
     try:

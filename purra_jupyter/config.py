@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote_plus, urlsplit
 
-from .errors import McpSessionError
+from .errors import McpSessionError, server_words, shown
 from .wire import CONFIG_INVALID, HTTP, STDIO
 
 REDACTED = "***"
@@ -267,11 +267,13 @@ class ServerConfig:
 class Scrubber:
     """Replaces each secret value in a text by ``***``, longest first, so no part of one is left showing.
 
-    Values of fewer than ``MIN_SCRUBBED_CHARS`` characters are not searched for."""
+    Text is scrubbed whole, then cut (``shown``, ``words``, ``cut``): cut first, a secret across the cut would
+    leave its first part. Values of fewer than ``MIN_SCRUBBED_CHARS`` characters are not searched for."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self._values: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        self.longest = 0  # characters of the longest secret: what a reader keeps past a cut (see ``margin``)
         self.add(*secrets)
 
     def add(self, *secrets: str) -> None:
@@ -279,10 +281,29 @@ class Scrubber:
         self._values |= {value for value in secrets if len(value) >= MIN_SCRUBBED_CHARS}
         values = sorted(self._values, key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, values))) if values else None
+        self.longest = len(values[0]) if values else 0
 
     def __call__(self, text: str) -> str:
         pattern = self._pattern  # one reading: another thread may add a secret meanwhile
         return pattern.sub(REDACTED, text) if pattern is not None else text
+
+    def margin(self, chars: int) -> int:
+        """How many bytes of UTF-8 a reader keeps to show ``chars`` characters scrubbed: enough that a secret
+        starting before the cut is read whole."""
+        return 4 * (chars + self.longest)
+
+    def cut(self, text: str, chars: int) -> str:
+        """``text`` scrubbed, then at most ``chars`` characters (``…`` marks a cut)."""
+        text = self(text)
+        return text if len(text) <= chars else text[:chars] + "…"
+
+    def shown(self, text: str) -> str:
+        """Server text as a message or a log row quotes it: scrubbed, then ``errors.shown``."""
+        return shown(self(text))
+
+    def words(self, text: str) -> str:
+        """A server's own words as a result keeps them: scrubbed, then ``errors.server_words``."""
+        return server_words(self(text))
 
 
 def _check_name(name: object) -> None:

@@ -16,6 +16,8 @@ import asyncio
 import importlib
 import logging
 import os
+import select
+import sys
 import threading
 import time
 from collections import OrderedDict, deque
@@ -33,10 +35,10 @@ from traitlets import Enum, HasTraits
 
 from . import purra_adapter, runner
 from .config import Scrubber, ServerConfig
-from .errors import KEPT_APART, SERVER_TEXT_NOTE, SHOWN_CHARS, McpSessionError, server_words, shown, without_groups
+from .errors import KEPT_APART, SERVER_TEXT_NOTE, SHOWN_CHARS, McpSessionError
 from .markup import CELL, WRAPPED_CELL
 from .oauth import AuthorizationRequest, Person
-from .stdio_transport import open_stdio
+from .stdio_transport import EXIT_SECONDS, LineTooLong, open_stdio
 from .wire import (
     CLOSED,
     CONFIG_INVALID,
@@ -55,6 +57,7 @@ from .wire import (
     INTERRUPTED,
     PROTOCOL_ERROR,
     READY,
+    RESULT_TOO_LARGE,
     STALE,
     STATES,
     STDIO,
@@ -70,12 +73,15 @@ if TYPE_CHECKING:
     from .http_transport import Failure as HttpFailure
     from .http_transport import HttpTransport
 
-STDERR_LINES = 200
+STDERR_LINES = 200  # the server's last stderr lines a session keeps
+FAILURE_STDERR_LINES = 20  # the last of those a failure carries as its server_text
+LINE_CHARS = 8_192  # what is kept of one stderr line (scrubbed first)
 LOG_ROWS = 10_000
-_MAX_LINE_BYTES = 8_192
 _DETAIL_CHARS = 500
+# What a stdio line or an HTTP message may hold with purra-mcp's default limits (4 x its 1-MiB catalog limit), before
+# the session's limits are known (a stdio server starts before purra-mcp is imported); see ``_message_bytes``.
+DEFAULT_MESSAGE_BYTES = 4 << 20
 STDERR_NOTE = f"The server's last stderr lines are {KEPT_APART}."
-STDERR_LINES = 20  # the stderr lines a failure carries
 # While connecting, a failure that names nothing more specific (timeout, credentials, protocol version ...)
 # is a failed connect.
 _NOT_CONNECTED = (CONNECTION_CLOSED, TRANSPORT_ERROR, PROTOCOL_ERROR)
@@ -154,15 +160,18 @@ def _clock(time: datetime) -> str:
 class StderrTail:
     """A pipe handed to a stdio server as its stderr; a thread keeps the last lines (scrubbed) and logs each.
 
-    ipykernel's ``sys.stderr`` has no file descriptor, and a pipe read at once never blocks the
-    server the way an unread one would.
+    ipykernel's ``sys.stderr`` has no file descriptor, and a pipe read at once never blocks the server the way an
+    unread one would. A line is kept whole up to what is shown of it (``LINE_CHARS``) and scrubbed before it is
+    cut, however it arrives; the rest of a longer line is read and dropped. ``stop()`` ends the thread (and its
+    descriptors) even when a process the kit does not know still holds the pipe.
     """
 
-    def __init__(
-        self, on_line: Callable[[str], None], scrub: Callable[[str], str], max_lines: int = STDERR_LINES
-    ) -> None:
+    def __init__(self, on_line: Callable[[str], None], scrub: Scrubber, max_lines: int = STDERR_LINES) -> None:
         read_fd, write_fd = os.pipe()
         self.writer = open(write_fd, "wb", buffering=0)
+        self._wake_read, self._wake = os.pipe()  # a byte here ends the thread's wait
+        self._wake_lock = threading.Lock()
+        self._done = False  # the thread ended and closed its descriptors
         self._lines: deque[str] = deque(maxlen=max_lines)
         self._on_line = on_line
         self._scrub = scrub
@@ -173,9 +182,20 @@ class StderrTail:
         """Drop our copy of the write end once the child holds its own, so EOF follows its exit."""
         self.writer.close()
 
+    def stop(self) -> None:
+        """End the thread now, whether or not the pipe reached its end."""
+        with self._wake_lock:
+            if not self._done:
+                os.write(self._wake, b"x")
+
     async def ended(self, timeout: float = 2.0) -> None:
-        """Wait (on the loop, without a thread of its own) until the server's stderr reached its end."""
+        """Wait (on the loop, without a thread of its own) until the server's stderr reached its end; after
+        ``timeout`` seconds (a process holds the pipe that the server's group did not include) stop reading it."""
         with anyio.move_on_after(timeout):
+            while self._thread.is_alive():
+                await anyio.sleep(0.01)
+        if self._thread.is_alive():
+            self.stop()
             while self._thread.is_alive():
                 await anyio.sleep(0.01)
 
@@ -184,20 +204,48 @@ class StderrTail:
         return "\n".join(self._lines)
 
     def _read(self, fd: int) -> None:
-        pending = b""
-        with open(fd, "rb", buffering=0) as stream:
-            while chunk := stream.read(65_536):
-                *lines, pending = (pending + chunk).split(b"\n")
-                if len(pending) > _MAX_LINE_BYTES:
-                    lines.append(pending)
-                    pending = b""
-                for line in lines:
-                    self._keep(line)
-        if pending:
-            self._keep(pending)
+        held = bytearray()  # the start of the line being read, as much as showing it scrubbed needs
+        longer = False  # whether the line went on past that
+        try:
+            for chunk in self._chunks(fd):
+                *ends, rest = chunk.split(b"\n")
+                for part in ends:
+                    longer = self._hold(held, part) or longer
+                    self._keep(bytes(held), longer)
+                    held.clear()
+                    longer = False
+                longer = self._hold(held, rest) or longer
+            if held:
+                self._keep(bytes(held), longer)
+        finally:
+            with self._wake_lock:
+                self._done = True
+                for descriptor in (fd, self._wake_read, self._wake):
+                    os.close(descriptor)
 
-    def _keep(self, raw: bytes) -> None:
-        line = self._scrub(raw.decode("utf-8", "replace").rstrip("\r"))[:_MAX_LINE_BYTES]
+    def _chunks(self, fd: int) -> Iterator[bytes]:
+        """What the server writes, until the pipe's end or ``stop()`` (Windows cannot wait on pipes: there the
+        pipe's end alone ends it)."""
+        while True:
+            if sys.platform != "win32":
+                ready, _, _ = select.select([fd, self._wake_read], [], [])
+                if self._wake_read in ready:
+                    return
+            chunk = os.read(fd, 65_536)
+            if not chunk:
+                return
+            yield chunk
+
+    def _hold(self, held: bytearray, part: bytes) -> bool:
+        """Add what ``held`` still has room for of ``part``; ``True`` if some of it did not fit."""
+        room = self._scrub.margin(LINE_CHARS) - len(held)
+        held += part[: max(room, 0)]
+        return len(part) > room
+
+    def _keep(self, raw: bytes, longer: bool) -> None:
+        line = self._scrub(raw.decode("utf-8", "replace").rstrip("\r"))  # whole, then cut
+        if longer or len(line) > LINE_CHARS:
+            line = line[:LINE_CHARS] + f"… (cut at {LINE_CHARS} characters)"
         self._lines.append(line)
         self._on_line(line)
 
@@ -378,6 +426,8 @@ class Connection(HasTraits):
         self._stderr: StderrTail | None = None
         self._cause = ""
         self._cause_code = CONNECTION_CLOSED
+        self._cause_text = ""  # the server's words of the failure (an offending line), scrubbed and bounded
+        self._connect_deadline: Deadline | None = None
         self._closing = False
         self._close_cause = ""
         self._close_lock = threading.Lock()
@@ -426,28 +476,39 @@ class Connection(HasTraits):
     # --- lifecycle -------------------------------------------------------------------------
 
     def open(self, deadline: Deadline) -> None:
-        """Start or reach the server and initialize it within ``deadline``; on failure, fail and raise."""
+        """Start or reach the server and initialize it within ``deadline`` (ending what it started included); on
+        failure, fail and raise."""
         self.log.add(EVENT_CONNECT, f"{self.transport} {self.config.target}")
+        self._connect_deadline = deadline
         if self.transport == STDIO:
             self._stderr = StderrTail(lambda line: self.log.add(EVENT_STDERR, line), self.scrub)
+        failure: BaseException | None = None
         try:
-            try:
-                result = self._host.open(deadline)
-            except McpSessionError as exc:
-                if exc.code in _NOT_CONNECTED:
-                    exc = McpSessionError(CONNECT_FAILED, exc.message, server_text=exc.server_text)
-                raise self._with_stderr(exc) from None
-            except Exception as exc:
-                raise self.error(exc, connecting=True, deadline=deadline) from without_groups(exc)
-        except BaseException as exc:
-            self._cause = self.scrub(f"connect failed: {exc}")
+            result = self._host.open(deadline)
+        except McpSessionError as exc:
+            code = CONNECT_FAILED if exc.code in _NOT_CONNECTED else exc.code
+            failure = self._with_stderr(McpSessionError(code, exc.message, server_text=exc.server_text))
+        except Exception as exc:
+            failure = self.error(exc, connecting=True, deadline=deadline)
+        except BaseException as exc:  # an interrupt: the connect ends now, the server in the background
+            failure = exc
+        if failure is not None:  # raised here, outside the handler: its chain holds nothing the server said
+            self._cause = self.scrub(f"connect failed: {failure}")
             self.log.add(EVENT_CLOSE, self._cause)
             runner.on_loop(self._set_state, FAILED)
-            raise
+            raise failure
         self.protocol_version = result.protocolVersion
         self.server_info = result.serverInfo.model_dump(mode="json", exclude_none=True)
         self.capabilities = result.capabilities.model_dump(mode="json", exclude_none=True)
         self.log.add(EVENT_INITIALIZE, f"protocol {self.protocol_version}, server {self.server_label}")
+
+    def _ending_grace(self) -> float:
+        """The seconds each step of ending the server may take: ``EXIT_SECONDS``, or while connecting half of what
+        is left of the connect's deadline (so that a failed connect ends within it)."""
+        deadline = self._connect_deadline
+        if self.state != CONNECTING or deadline is None:
+            return EXIT_SECONDS
+        return min(EXIT_SECONDS, deadline.remaining() / 2)
 
     @asynccontextmanager
     async def _transport(self, deadline: Deadline) -> AsyncIterator[Any]:
@@ -457,8 +518,11 @@ class Connection(HasTraits):
         async with AsyncExitStack() as stack:
             if config.transport == STDIO:  # first: the server starts while the SDK is imported
                 assert self._stderr is not None
+                stdio = open_stdio(
+                    config, self._stderr.writer, max_message_bytes=self._message_bytes(), grace=self._ending_grace
+                )
                 try:
-                    read, write = await stack.enter_async_context(open_stdio(config, self._stderr.writer))
+                    read, write = await stack.enter_async_context(stdio)
                 finally:
                     self._stderr.release()
             await self._load_client(deadline, started)
@@ -477,7 +541,7 @@ class Connection(HasTraits):
                         events,
                         max_message_bytes=self._message_bytes(),
                         scrub=self.scrub,
-                        learn=self.scrub.add,
+                        grace=self._ending_grace,
                         person=person,
                     )
                 )
@@ -510,8 +574,11 @@ class Connection(HasTraits):
             self.limits = McpToolLimits(timeout_ms=round(self.config.timeout * 1000))
 
     def _message_bytes(self) -> int:
-        """The most of one message the HTTP transport keeps: escapes and spacing on the wire can make a
-        message several times purra-mcp's measure of it; purra-mcp's own limits decide after that."""
+        """The most of one message a transport keeps (a stdio line, an HTTP body or event): escapes and spacing on
+        the wire can make a message several times purra-mcp's measure of it; purra-mcp's own limits decide after
+        that. Before the limits are known (a stdio server starts first), purra-mcp's defaults'."""
+        if self.limits is None:
+            return DEFAULT_MESSAGE_BYTES
         return 4 * max(self.limits.max_catalog_bytes, self.limits.max_result_bytes)
 
     async def _on_message(self, message: Any) -> None:
@@ -520,10 +587,16 @@ class Connection(HasTraits):
         from mcp import types
 
         await self.monitor.on_message(message)
-        if isinstance(message, Exception):  # the line goes to the log (drawn as text), not into the cause
+        if isinstance(message, LineTooLong):
+            self._fail(f"the server wrote a line of over {message.limit} bytes on its stdout, more than one message "
+                       "may be; it was not read", RESULT_TOO_LARGE)  # fmt: skip
+        elif isinstance(message, Exception):  # the line goes to the log and the failure's server_text, not its cause
             if not self._cause:  # the first one ends the session; what follows is its echo
-                self.log.add(EVENT_ERROR, f"the server's line that is not valid JSON-RPC: {_offending(message)}")
-            self._fail("the server sent a message that is not valid JSON-RPC (the line is in the session log)")
+                line = _offending(message, self.scrub)
+                self.log.add(EVENT_ERROR, f"the server's line that is not valid JSON-RPC: {line}")
+                self._cause_text = line
+            self._fail(f"the server sent a message that is not valid JSON-RPC (its line is {KEPT_APART}, and in "
+                       "the session log)")  # fmt: skip
         elif isinstance(message, types.ServerNotification) and isinstance(
             message.root, types.ToolListChangedNotification
         ):
@@ -551,27 +624,30 @@ class Connection(HasTraits):
 
     def _fail(self, cause: str, code: str = CONNECTION_CLOSED) -> None:
         """Mark the connection failed (while connecting, ``open`` fails with the cause instead) and end the
-        requests waiting on it with ``code``. On the loop thread."""
+        requests waiting on it with ``code`` (and the server's words of the failure, if any). On the loop thread."""
         if self.state in (CLOSED, FAILED) or self._closing or self._cause:
             return
         self._cause, self._cause_code = self.scrub(cause), code
         self.log.add(EVENT_ERROR, self._cause)
         for request in tuple(self._requests):
-            self.abandon(
-                request, code, f"Session '{self.name}' lost its connection: {self._cause}.{self.stderr_hint()}"
-            )
+            message = f"Session '{self.name}' lost its connection: {self._cause}.{self.stderr_hint()}"
+            self.abandon(request, code, message, server_text=self._cause_text)
         if self.state != CONNECTING:
             self._set_state(FAILED)
 
     async def _ended(self, error: BaseException | None) -> None:
-        """The owner task left the transport (closed, or lost): wait for the last stderr lines, then say so."""
+        """The owner task left the transport (closed, or lost): wait for the last stderr lines, then say so. What
+        an error says goes to the log (drawn as text); the cause names only its kind."""
         if self._stderr is not None:
             await self._stderr.ended()
         if self._closing:
             self._finish(self._close_cause)
+        elif error is not None:
+            kind = error.__class__.__name__
+            self.log.add(EVENT_ERROR, f"the transport ended with {kind}: {self.scrub.shown(str(error))}")
+            self._fail(f"connection lost ({kind})")
         else:
-            reason = f"{error.__class__.__name__}: {error}" if error is not None else "the transport ended"
-            self._fail(f"connection lost ({reason})")
+            self._fail("connection lost (the transport ended)")
 
     def close(self, cause: str = "closed by user") -> None:
         """End the connection and its server process. Idempotent. From the loop thread (a state observer)
@@ -603,12 +679,14 @@ class Connection(HasTraits):
     # --- requests --------------------------------------------------------------------------
 
     def check_usable(self) -> None:
+        said = self._cause_text
         if self.state in (CLOSED, FAILED) or self._closing:
             how = f"Open a new one with pj.connect() ({self._cause})." if self._cause else "Open a new one."
             code = self._cause_code if self.state == FAILED else CONNECTION_CLOSED
-            raise McpSessionError(code, f"Session '{self.name}' is {self.state}. {how}")
+            raise McpSessionError(code, f"Session '{self.name}' is {self.state}. {how}", server_text=said)
         if self._cause:  # failed while connecting: the state stays "connecting" until connect() gives up
-            raise McpSessionError(self._cause_code, f"Session '{self.name}' lost its connection: {self._cause}.")
+            message = f"Session '{self.name}' lost its connection: {self._cause}."
+            raise McpSessionError(self._cause_code, message, server_text=said)
 
     def request(
         self,
@@ -669,12 +747,13 @@ class Connection(HasTraits):
         self._requests.add(request)
         if cancel is not None:
             cancel.cover(request)
+        failure: McpSessionError | None = None
         try:
             with anyio.CancelScope() as request.scope:
                 return await func(self._client)
         except Exception as exc:
             if request.ended is None:
-                raise self.error(exc, connecting=self.protocol_version is None) from without_groups(exc)
+                failure = self.error(exc, connecting=self.protocol_version is None)
         finally:
             timer.cancel()
             _request_var.reset(request_token)
@@ -684,6 +763,8 @@ class Connection(HasTraits):
                 cancel.release(request)
             if request.ended is None:  # ended without its answer (the SDK gave up on it): the same rule
                 self._forget(request, "the client stopped waiting for it")
+        if failure is not None:  # raised here, outside the handler: its chain holds nothing the server said
+            raise failure
         code, message, said = request.ended or (CONNECTION_CLOSED, f"Session '{self.name}' lost its connection.", "")
         raise self._with_stderr(McpSessionError(code, message, server_text=said))
 
@@ -792,7 +873,7 @@ class Connection(HasTraits):
             return True
         request = self._pending.pop(request_id, None)
         if request is not None and server_text:
-            request.server_text = server_words(self.scrub(server_text))
+            request.server_text = self.scrub.words(server_text)
         return False
 
     def server_text(self) -> str:
@@ -815,11 +896,13 @@ class Connection(HasTraits):
         return f" {STDERR_NOTE}" if self.stderr.strip() else ""
 
     def _with_stderr(self, error: McpSessionError) -> McpSessionError:
-        """``error`` carrying the server's last stderr lines, when its message points to them."""
-        if error.server_text or STDERR_NOTE not in error.message:
+        """``error`` carrying the server's last stderr lines after what else it carries, when its message points to
+        them."""
+        tail = "\n".join(self.stderr.strip().splitlines()[-FAILURE_STDERR_LINES:])
+        if STDERR_NOTE not in error.message or not tail or tail in error.server_text:
             return error
-        tail = "\n".join(self.stderr.strip().splitlines()[-STDERR_LINES:])
-        return McpSessionError(error.code, error.message, server_text=server_words(tail))
+        said = "\n".join(filter(None, (error.server_text, tail)))
+        return McpSessionError(error.code, error.message, server_text=self.scrub.words(said))
 
     # --- errors ------------------------------------------------------------------------------
 
@@ -831,8 +914,7 @@ class Connection(HasTraits):
         if isinstance(exc, McpSessionError):
             return self._with_stderr(exc)
         error = _translate(runner.leaf_exception(exc), self, connecting=connecting, deadline=deadline)
-        scrubbed = McpSessionError(error.code, self.scrub(error.message), server_text=self.scrub(error.server_text))
-        return self._with_stderr(scrubbed)
+        return self._with_stderr(McpSessionError(error.code, self.scrub(error.message), server_text=error.server_text))
 
 
 def _tool_error_text(result: dict[str, Any]) -> str:
@@ -843,8 +925,9 @@ def _tool_error_text(result: dict[str, Any]) -> str:
     return "\n".join(text for text in blocks if isinstance(text, str))
 
 
-def _offending(error: Exception) -> str:
-    """The server's line that is not JSON-RPC (pydantic keeps it as the error's input) or not UTF-8, bounded."""
+def _offending(error: Exception, scrub: Scrubber) -> str:
+    """The server's line that is not JSON-RPC (pydantic keeps it as the error's input) or not UTF-8: scrubbed,
+    then bounded."""
     found: Any = error.object.decode("utf-8", "replace") if isinstance(error, UnicodeDecodeError) else None
     errors = getattr(error, "errors", None)
     if callable(errors):
@@ -852,12 +935,13 @@ def _offending(error: Exception) -> str:
             found = next((item.get("input") for item in errors() if isinstance(item.get("input"), str)), None)
         except Exception:
             found = None
-    return repr(shown(found if isinstance(found, str) else str(error)))
+    return repr(scrub.shown(found if isinstance(found, str) else str(error)))
 
 
 def _translate(exc: BaseException, connection: Connection, *, connecting: bool, deadline: Deadline | None) -> Any:
-    """Map one failure to a code and a message (most specific first). HTTP failures never get here: the
-    HTTP transport reports each as its request's ``Failure``."""
+    """Map one failure to a code and a message (most specific first) that names only what the kit knows; what the
+    server said goes to ``server_text``, scrubbed before it is cut. HTTP failures never get here: the HTTP
+    transport reports each as its request's ``Failure``."""
     from mcp import types
     from mcp.shared.exceptions import McpError
     from purra_mcp import McpAdapterError
@@ -884,7 +968,7 @@ def _translate(exc: BaseException, connection: Connection, *, connecting: bool, 
         return McpSessionError(
             PROTOCOL_ERROR,
             f"Server '{name}' answered with error {code}. {SERVER_TEXT_NOTE}",
-            server_text=server_words(exc.error.message),
+            server_text=connection.scrub.words(exc.error.message),
         )
     if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
         # The transport's streams are gone: the server exited or the connection dropped.
@@ -898,7 +982,12 @@ def _translate(exc: BaseException, connection: Connection, *, connecting: bool, 
             CONNECT_FAILED, f"Could not start {connection.config.command!r} for '{name}': {exc.strerror or exc}."
         )
     code = CONNECT_FAILED if connecting else TRANSPORT_ERROR
-    return McpSessionError(code, f"Server '{name}': {exc.__class__.__name__}: {shown(str(exc))}{hint}")
+    what = "an answer the MCP SDK cannot read" if isinstance(exc, ValueError) else "a failure"
+    return McpSessionError(
+        code,
+        f"Server '{name}': {what} ({exc.__class__.__name__}). {SERVER_TEXT_NOTE}{hint}",
+        server_text=connection.scrub.words(str(exc)),
+    )
 
 
 # purra-mcp's codes carry no message (remote text is never attached); these say what each means.

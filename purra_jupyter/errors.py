@@ -55,6 +55,14 @@ class HostCodeError(Exception):
     """Raised inside a call when code the host supplied (a scope validator) raises; says which and how."""
 
 
+def detached(error: McpSessionError) -> McpSessionError:
+    """``error`` without the exceptions it was raised from or during: its message and ``server_text`` say what
+    happened, scrubbed; the SDK's or httpx's own error may quote a server's words whole."""
+    error.__cause__ = error.__context__ = None
+    error.__suppress_context__ = True
+    return error
+
+
 def without_groups(error: BaseException) -> BaseException:
     """``error`` with every exception group cut out of its chain (the links that point to one).
 

@@ -40,8 +40,8 @@ from mcp.client.streamable_http import LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCResponse, RequestId
 
-from .config import ServerConfig, is_secure, redact_url
-from .errors import SERVER_TEXT_NOTE, server_words, shown
+from .config import Scrubber, ServerConfig, is_secure, redact_url
+from .errors import SERVER_TEXT_CHARS, SERVER_TEXT_NOTE
 from .oauth import AuthFailed, IssuerCheck, Person, provider
 from .wire import (
     AUTH_FAILED,
@@ -66,7 +66,8 @@ if TYPE_CHECKING:
 CLOSE_GRACE = 2.0  # seconds the session's DELETE may take at close before the connection is dropped
 DEFAULT_RETRY = 1.0  # seconds before resuming an event stream when the server named no ``retry``
 MIN_RETRY = 0.05  # a server asking for ``retry: 0`` still does not get a busy loop
-_BODY_EXCERPT_BYTES = 4_096  # what is read of an error status's body, to quote
+# Statuses the resumption of an event stream shares with any request (the session ended, credentials, rate).
+_ANSWERED_ANY_REQUEST = (401, 403, 404, 429)
 JSON = "application/json"
 SSE = "text/event-stream"
 _LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -192,7 +193,8 @@ class HttpTransport:
         events: TransportEvents,
         *,
         max_message_bytes: int,
-        scrub: Callable[[str], str],
+        scrub: Scrubber,
+        grace: Callable[[], float],
         auth: OAuthClientProvider | None = None,
     ) -> None:
         self._config = config
@@ -204,6 +206,7 @@ class HttpTransport:
         self._events = events
         self._max = max_message_bytes
         self._scrub = scrub
+        self._grace = grace
         self._session_id: str | None = None
         self._protocol_version: str | None = None
         self._ended = False
@@ -283,18 +286,19 @@ class HttpTransport:
 
     async def _status_ok(self, response: httpx.Response, sent: _Sent) -> bool:
         """Whether ``response`` carries an answer to read; raises ``_Failed`` for an error status. A 404
-        to the session's id ends the session (returns ``False``)."""
+        to the session's id ends the session (returns ``False``). The message names the status only: the reason
+        phrase and the body are the server's words (``server_text``)."""
         status = response.status_code
         if 200 <= status < 300 and status != 202:
             return True
-        what = f"HTTP {status} {response.reason_phrase}".strip()
+        what = f"HTTP {status}"
         if status == 202:
             raise self._failed(PROTOCOL_ERROR, f"accepted {sent.method} ({what}) but sent no answer")
         if status == 404 and self._session_id is not None:
             self._end(SESSION_EXPIRED, f"the server ended the session ({what} to {sent.method}); open a new "
                       "one with pj.connect()")  # fmt: skip
             return False
-        said = await self._excerpt(response)
+        said = await self._said(response)
         if status == 404:
             raise self._failed(PROTOCOL_ERROR, f"has no MCP endpoint at {redact_url(self._url)} ({what})",
                                server_text=said)  # fmt: skip
@@ -309,22 +313,26 @@ class HttpTransport:
             seconds = after is not None and after.strip().isdigit()
             wait = f"it asks to retry after {after.strip()} s" if seconds else (
                 "it named a Retry-After" if after else "it named no Retry-After")  # fmt: skip
+            asked = "" if seconds or after is None else f"Retry-After: {after}"
             raise self._failed(RATE_LIMITED, f"is rate limiting: {what} to {sent.method}; {wait}",
-                               server_text="" if seconds or after is None else f"Retry-After: {after}")  # fmt: skip
+                               server_text="\n".join(filter(None, (asked, said))))  # fmt: skip
         code = TRANSPORT_ERROR if status >= 500 else PROTOCOL_ERROR
         raise self._failed(code, f"answered {sent.method} with {what}", server_text=said)
 
-    async def _excerpt(self, response: httpx.Response) -> str:
-        """The start of an error status's body, as the server's text (empty if it has none)."""
+    async def _said(self, response: httpx.Response) -> str:
+        """What an error status says in the server's words: its reason phrase and the start of its body,
+        scrubbed, then bounded (empty if it says nothing)."""
         body = b""
+        limit = self._scrub.margin(SERVER_TEXT_CHARS)
         try:
             async for chunk in response.aiter_bytes():
                 body += chunk
-                if len(body) >= _BODY_EXCERPT_BYTES:
+                if len(body) >= limit:
                     break
         except httpx.HTTPError:
             pass
-        return server_words(body[:_BODY_EXCERPT_BYTES].decode("utf-8", "replace"))
+        text = "\n".join(filter(None, (response.reason_phrase.strip(), body[:limit].decode("utf-8", "replace"))))
+        return self._scrub.words(text)
 
     async def _json_answer(self, response: httpx.Response, sent: _Sent) -> None:
         body = bytearray()
@@ -332,7 +340,7 @@ class HttpTransport:
             body += chunk
             if len(body) > self._max:
                 raise _TooLarge
-        if not await self._take(_parsed(bytes(body), self._failed, f"answered {sent.method} with a body"), sent):
+        if not await self._take(self._parsed(bytes(body), f"answered {sent.method} with a body"), sent):
             raise self._failed(PROTOCOL_ERROR, f"answered {sent.method} with a message that is not its answer")
 
     async def _stream_answer(self, response: httpx.Response, sent: _Sent) -> None:
@@ -347,6 +355,11 @@ class HttpTransport:
             await stream.wait_to_reconnect()
             headers = {**self._headers(accept=SSE), LAST_EVENT_ID: stream.last_id}
             async with self._client.stream("GET", self._url, headers=headers) as resumed:
+                if resumed.status_code not in _ANSWERED_ANY_REQUEST and not 200 <= resumed.status_code < 300:
+                    raise self._failed(TRANSPORT_ERROR, f"refused to resume the event stream of {sent.method} "
+                                       f"(HTTP {resumed.status_code} to the GET with its Last-Event-ID), so its "
+                                       "answer did not come", answered=False,
+                                       server_text=await self._said(resumed))  # fmt: skip
                 if not await self._status_ok(resumed, sent):
                     return
                 kind = _content_type(resumed)
@@ -365,7 +378,7 @@ class HttpTransport:
                     if (
                         event.event == "message"
                         and event.data
-                        and await self._take(_parsed(event.data.encode(), self._failed, f"sent an event {on}"), sent)
+                        and await self._take(self._parsed(event.data.encode(), f"sent an event {on}"), sent)
                     ):
                         return None
         except (httpx.ReadError, httpx.RemoteProtocolError) as error:  # a reset, a server killed mid-stream
@@ -377,8 +390,8 @@ class HttpTransport:
         root = message.root
         answer = isinstance(root, JSONRPCResponse | JSONRPCError)
         if answer and sent is not None and root.id != sent.id:
-            raise self._failed(PROTOCOL_ERROR, f"answered {sent.method} (request {sent.id!r}) with the answer "
-                               f"to request {shown(repr(root.id))}")  # fmt: skip
+            raise self._failed(PROTOCOL_ERROR, f"answered {sent.method} (request {sent.id!r}) with the answer to "
+                               "another request", server_text=f"the answer's id: {root.id!r}")  # fmt: skip
         if answer and sent is not None and sent.method == "initialize" and isinstance(root, JSONRPCResponse):
             version = root.result.get("protocolVersion")
             self._protocol_version = version if isinstance(version, str) else None
@@ -418,7 +431,7 @@ class HttpTransport:
                     kind = _content_type(response)
                     if response.status_code != 200 or kind != SSE:
                         self._note(f"{self._server} refused its own event stream (HTTP {response.status_code}, "
-                                   f"{shown(kind) or 'no content type'}); not reopened")  # fmt: skip
+                                   f"{self._scrub.shown(kind) or 'no content type'}); not reopened")  # fmt: skip
                         return
                     failures = 0
                     stream.restart()
@@ -443,8 +456,9 @@ class HttpTransport:
 
     async def close(self) -> None:
         """End the session on the server (``DELETE``) within ``CLOSE_GRACE`` seconds, then stop every exchange."""
+        grace = min(CLOSE_GRACE, self._grace())
         if self._session_id is not None and not self._ended:
-            with anyio.move_on_after(CLOSE_GRACE) as scope:
+            with anyio.move_on_after(grace) as scope:
                 try:
                     response = await self._client.delete(self._url, headers=self._headers())
                     if response.status_code not in (200, 202, 204, 404, 405):
@@ -452,7 +466,7 @@ class HttpTransport:
                 except (httpx.HTTPError, _RedirectRefused, AuthFailed, OAuthFlowError) as error:
                     self._note(f"the session's DELETE failed: {error.__class__.__name__}")
             if scope.cancelled_caught:
-                self._note(f"{self._server} did not answer the session's DELETE within {CLOSE_GRACE:g} s; "
+                self._note(f"{self._server} did not answer the session's DELETE within {grace:g} s; "
                            "the connection was dropped")  # fmt: skip
         self._ended = True
         self._tasks.cancel_scope.cancel()
@@ -471,28 +485,31 @@ class HttpTransport:
         return headers
 
     def _broken(self, error: Exception, method: str) -> Failure | None:
-        """A request that failed below HTTP. A server that refuses connections once the session is open is
-        gone: the session ends (``None``)."""
+        """A request that failed below HTTP. A server that no longer accepts connections once the session is open
+        is gone: the session ends (``None``), whether or not it had a session id. What httpx says (it may quote
+        what the server sent) is the failure's ``server_text``; the messages name only what the kit knows."""
+        said = self._scrub.words(str(error))
         if isinstance(error, _RedirectRefused):
-            return self._failure(TRANSPORT_ERROR, f"redirected {method} to another origin "
-                                 f"({redact_url(error.url)}); refused, nothing was sent there")  # fmt: skip
+            return self._failure(TRANSPORT_ERROR, f"redirected {method} to another origin; refused, nothing was sent "
+                                 "there", server_text=redact_url(error.url))  # fmt: skip
         if isinstance(error, httpx.TooManyRedirects):
             return self._failure(TRANSPORT_ERROR, f"redirected {method} in a loop; given up")
-        if isinstance(error, httpx.ConnectError) and self._session_id is not None:
-            self._end(CONNECTION_CLOSED, f"the server at {redact_url(self._url)} refuses connections "
-                      f"({shown(str(error))}); is it still running?")  # fmt: skip
+        if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout) and self._protocol_version is not None:
+            self._note(f"{self._server} could not be reached for {method}: {self._scrub.shown(str(error))}")
+            self._end(CONNECTION_CLOSED, f"the server at {redact_url(self._url)} can no longer be reached: "
+                      f"{unreachable_reason(error)}; is it still running?")  # fmt: skip
             return None
         if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):
             return self._failure(TRANSPORT_ERROR, f"could not be reached at {redact_url(self._url)}: "
-                                 f"{unreachable_reason(error)} ({shown(str(error)) or 'no detail'})")  # fmt: skip
-        detail = f"{error.__class__.__name__}: {shown(str(error)) or 'no detail'}"
-        return self._failure(TRANSPORT_ERROR, f"broke off the exchange of {method} before the answer ({detail})",
-                             answered=False)  # fmt: skip
+                                 f"{unreachable_reason(error)}", server_text=said)  # fmt: skip
+        return self._failure(TRANSPORT_ERROR, f"broke off the exchange of {method} before the answer "
+                             f"({error.__class__.__name__})", answered=False, server_text=said)  # fmt: skip
 
     def _auth_failure(self, error: AuthFailed | OAuthFlowError) -> Failure:
         """A failure of the authorization flow, with its code; what the SDK or a server said is kept apart."""
         if isinstance(error, AuthFailed):
-            return self._failure(error.code, f"could not be authorized: {error.message}")
+            return self._failure(error.code, f"could not be authorized: {error.message}",
+                                 server_text=self._scrub.words(error.server_text))  # fmt: skip
         if isinstance(error, OAuthRegistrationError):
             code, what = AUTH_REGISTRATION_FAILED, "its authorization server refused to register this client"
         elif isinstance(error, OAuthTokenError):
@@ -501,7 +518,7 @@ class HttpTransport:
             code, what = AUTH_RESOURCE_MISMATCH, "its protected-resource metadata names another resource"
         else:
             code, what = AUTH_FAILED, "the authorization flow failed"
-        return self._failure(code, f"could not be authorized: {what}", server_text=shown(str(error)))
+        return self._failure(code, f"could not be authorized: {what}", server_text=self._scrub.shown(str(error)))
 
     def _end(self, code: str, cause: str) -> None:
         if not self._ended:
@@ -518,6 +535,13 @@ class HttpTransport:
     def _note(self, detail: str) -> None:
         self._events.note(EVENT_ERROR, self._scrub(detail))
 
+    def _parsed(self, data: bytes, what: str) -> JSONRPCMessage:
+        try:
+            return JSONRPCMessage.model_validate_json(data)
+        except ValueError:
+            excerpt = self._scrub.words(data[: self._scrub.margin(SERVER_TEXT_CHARS)].decode("utf-8", "replace"))
+            raise self._failed(PROTOCOL_ERROR, f"{what} that is not JSON-RPC", server_text=excerpt) from None
+
 
 def _content_type(response: httpx.Response) -> str:
     return response.headers.get("content-type", "").partition(";")[0].strip().lower()
@@ -527,34 +551,28 @@ def _body(message: JSONRPCMessage) -> bytes:
     return json.dumps(message.model_dump(by_alias=True, mode="json", exclude_none=True)).encode()
 
 
-def _parsed(data: bytes, failed: Callable[..., _Failed], what: str) -> JSONRPCMessage:
-    try:
-        return JSONRPCMessage.model_validate_json(data)
-    except ValueError:
-        excerpt = server_words(data[:_BODY_EXCERPT_BYTES].decode("utf-8", "replace"))
-        raise failed(PROTOCOL_ERROR, f"{what} that is not JSON-RPC", server_text=excerpt) from None
-
-
 @asynccontextmanager
 async def open_http(
     config: ServerConfig,
     events: TransportEvents,
     *,
     max_message_bytes: int,
-    scrub: Callable[[str], str],
-    learn: Callable[..., None],
+    scrub: Scrubber,
+    grace: Callable[[], float],
     person: Person | None = None,
 ) -> AsyncIterator[tuple[Any, Any, HttpTransport]]:
-    """The streams ``ClientSession`` reads and writes, and the transport behind them; ``learn`` takes each
-    secret the authorization flow obtains (to be scrubbed); ``person`` answers the flow when the config's
-    OAuth has no ``authorize`` function."""
+    """The streams ``ClientSession`` reads and writes, and the transport behind them; ``scrub`` also takes each
+    secret the authorization flow obtains; ``grace()`` is how long the session's ``DELETE`` may take at the end
+    (at most ``CLOSE_GRACE``); ``person`` answers the flow when the config's OAuth has no ``authorize``
+    function."""
     incoming_writer, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    auth = provider(config, learn, person) if config.oauth is not None else None
+    auth = provider(config, scrub.add, person) if config.oauth is not None else None
     async with _http_client(config, events, auth) as client, anyio.create_task_group() as tasks:
         transport = HttpTransport(
-            config, client, incoming_writer, tasks, events, max_message_bytes=max_message_bytes, scrub=scrub, auth=auth
-        )
+            config, client, incoming_writer, tasks, events, max_message_bytes=max_message_bytes, scrub=scrub,
+            grace=grace, auth=auth,
+        )  # fmt: skip
         tasks.start_soon(transport.send_all, outgoing_reader)
         try:
             yield incoming, outgoing, transport

@@ -45,12 +45,14 @@ LISTENER_READ_SECONDS = 10.0  # how long one connection to the listener may take
 
 
 class AuthFailed(Exception):
-    """The authorization flow cannot go on; ``code`` and a message without any token, code or secret value."""
+    """The authorization flow cannot go on; ``code`` and a message without any token, code or secret value, nor
+    anything a server chose (that is ``server_text``)."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, server_text: str = "") -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.server_text = server_text
 
 
 class MemoryTokens:
@@ -141,8 +143,8 @@ class Authorization:
             raise AuthFailed(AUTH_FAILED, "authorize() must return the address the browser was redirected to")
         query = _query(redirected.strip())
         if "error" in query:
-            reason = query["error"][:80]
-            raise AuthFailed(AUTH_DENIED, f"the authorization server refused the authorization ({reason})")
+            reason = "\n".join(query[key] for key in ("error", "error_description") if key in query)
+            raise AuthFailed(AUTH_DENIED, "the authorization server refused the authorization", server_text=reason)
         if query.get("state") != self._state:
             raise AuthFailed(
                 AUTH_STATE_MISMATCH,

@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from .errors import McpSessionError, without_groups
+from .errors import McpSessionError, detached, without_groups
 from .wire import INTERRUPTED
 
 T = TypeVar("T")
@@ -122,7 +122,9 @@ def submit(func: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> Future[T]
 
 def wait(future: Future[T], *, on_interrupt: Callable[[], None] | None = None) -> T:
     """Wait for ``future``; a KeyboardInterrupt calls ``on_interrupt`` (default: cancel the future) and
-    raises ``mcp_interrupted``. A group of exceptions is unwrapped so a person sees the one that matters.
+    raises ``mcp_interrupted``. A group of exceptions is unwrapped so a person sees the one that matters, and an
+    ``McpSessionError`` arrives without the chain it was raised in: a traceback shows its message, never an SDK
+    error that quotes what a server said.
 
     A wait on the main thread (a cell's) also runs what the loop asks of it meanwhile (``in_waiting_cell``):
     only there can a person be shown something and answer."""
@@ -135,7 +137,9 @@ def wait(future: Future[T], *, on_interrupt: Callable[[], None] | None = None) -
         raise McpSessionError(INTERRUPTED, "Interrupted; the request was abandoned and its result discarded.") from None
     except BaseExceptionGroup as group:
         error = leaf_exception(group)
-    raise without_groups(error)  # outside the handler, so the group does not become its context
+    except McpSessionError as failure:
+        error = detached(failure)
+    raise without_groups(error)  # outside the handler, so nothing becomes its context
 
 
 class NoWaitingCell(LookupError):

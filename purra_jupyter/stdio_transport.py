@@ -3,10 +3,17 @@
 A first connect imports the SDK (seconds), and a Python server imports it too as it starts: the SDK's own
 ``stdio_client`` can start the process only once the SDK is imported, so the two ran one after the other.
 Here the process starts first and the SDK is imported in a worker thread while it starts. What goes over the
-pipes and how the process ends are the SDK's: the same inherited environment, one JSON-RPC message per line
-each way, a line that is not one handed on as an ``Exception``, and on leaving stdin closed, ``EXIT_SECONDS``
-to exit, then the SDK's termination of the process group. On Windows (job objects, ``.cmd`` commands) the
-SDK's ``stdio_client`` is used as it is.
+pipes is the SDK's: the same inherited environment, one JSON-RPC message per line each way, a line that is not
+one handed on as an ``Exception``. Beyond the SDK, bounded as the server cannot choose:
+
+- one line is at most ``max_message_bytes`` (what the HTTP transport holds of one message): a longer one is
+  handed on as ``LineTooLong`` and nothing more is read;
+- the server runs in a process group of its own, and ending it ends the group: stdin closed, ``grace`` seconds
+  to exit, then SIGTERM to the whole group (what the server started too), ``grace`` seconds, SIGKILL;
+- a server that exits ends its group at once, so that its output ends even when a child of its still holds the
+  pipes (a launcher), and the session learns of it when it happens, not at its next timeout.
+
+On Windows (job objects, ``.cmd`` commands) the SDK's ``stdio_client`` is used as it is.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import IO, Any
 
@@ -28,7 +35,9 @@ from .config import ServerConfig
 
 # The pinned SDK's DEFAULT_INHERITED_ENV_VARS (mcp.client.stdio) on POSIX; tests/test_stdio.py holds them equal.
 INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
-EXIT_SECONDS = 2.0  # the SDK's PROCESS_TERMINATION_TIMEOUT
+EXIT_SECONDS = 2.0  # the SDK's PROCESS_TERMINATION_TIMEOUT: to exit after stdin ends, and again after SIGTERM
+OUTPUT_END_SECONDS = 2.0  # after the server exited and its group ended, how long its output may take to end
+GROUP_POLL_SECONDS = 0.05
 # What the lines need of the SDK (``mcp`` itself with it): imported while the server starts.
 SDK_MODULE = "mcp.shared.message"
 
@@ -46,10 +55,21 @@ def environment(config: ServerConfig) -> dict[str, str]:
     return {**env, **(config.env or {})}
 
 
+class LineTooLong(Exception):
+    """The server wrote a line of over ``limit`` bytes on its stdout; it was not read to its end."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"a line of over {limit} bytes on stdout")
+        self.limit = limit
+
+
 @asynccontextmanager
-async def open_stdio(config: ServerConfig, errlog: IO[bytes]) -> AsyncIterator[Streams]:
+async def open_stdio(
+    config: ServerConfig, errlog: IO[bytes], *, max_message_bytes: int, grace: Callable[[], float]
+) -> AsyncIterator[Streams]:
     """Start the server with ``errlog`` as its stderr and yield the SDK's message streams over its stdin and
-    stdout; on leaving, however that happens, the process ends."""
+    stdout; on leaving, however that happens, the server's process group ends, each step given ``grace()``
+    seconds (asked when it ends: a failed connect has only what is left of its deadline)."""
     if sys.platform == "win32":
         async with _sdk_stdio(config, errlog) as streams:
             yield streams
@@ -63,50 +83,72 @@ async def open_stdio(config: ServerConfig, errlog: IO[bytes]) -> AsyncIterator[S
     )
     try:
         await runner.off_loop(importlib.import_module, SDK_MODULE)
-        async with _lines(process) as streams:
+        async with _lines(process, max_message_bytes) as streams:
             yield streams
     finally:
-        await _end(process)
+        await _end(process, grace())
 
 
 @asynccontextmanager
-async def _lines(process: Process) -> AsyncIterator[Streams]:
+async def _lines(process: Process, max_bytes: int) -> AsyncIterator[Streams]:
     assert process.stdin is not None and process.stdout is not None
     to_session, read = anyio.create_memory_object_stream[Any](0)
     write, from_session = anyio.create_memory_object_stream[Any](0)
     async with anyio.create_task_group() as tasks, to_session, read, write, from_session:
-        tasks.start_soon(_read, process.stdout, to_session)  # its end is the end of the session's read stream
+        reading = anyio.CancelScope()
+        tasks.start_soon(_read, process.stdout, to_session, max_bytes, reading)  # its end ends the read stream
         tasks.start_soon(_write, from_session, process.stdin)
+        tasks.start_soon(_after_exit, process, reading)
         try:
             yield read, write
         finally:
             tasks.cancel_scope.cancel()  # the session is gone: nothing more is read or written
 
 
-async def _read(stdout: ByteReceiveStream, to_session: ObjectSendStream[Any]) -> None:
+async def _read(
+    stdout: ByteReceiveStream, to_session: ObjectSendStream[Any], max_bytes: int, scope: anyio.CancelScope
+) -> None:
     """Each line of the server's stdout as a ``SessionMessage``, or the exception that says why it is not one;
-    the end of the stream ends the session's read stream. A line's parts are joined once, when its end comes
-    (a long line would otherwise be copied again with each chunk)."""
+    the end of the stream (or of ``scope``) ends the session's read stream. A line's parts are joined once, when
+    its end comes (a long line would otherwise be copied again with each chunk); a line over ``max_bytes`` is
+    not kept: ``LineTooLong`` goes to the session and reading ends."""
     from mcp.shared.message import SessionMessage
     from mcp.types import JSONRPCMessage
 
     async with to_session:
-        pending: list[bytes] = []
-        async for chunk in stdout:
-            *lines, rest = chunk.split(b"\n")
-            if lines:
-                lines[0] = b"".join((*pending, lines[0]))
-                pending.clear()
-            pending.append(rest)
-            for line in lines:
-                try:
-                    message: Any = SessionMessage(JSONRPCMessage.model_validate_json(line.decode("utf-8")))
-                except Exception as exc:  # not JSON-RPC (or not UTF-8): the session decides what that means
-                    message = exc
-                try:
-                    await to_session.send(message)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        with scope:
+            pending: list[bytes] = []
+            held = 0
+            async for chunk in stdout:
+                *lines, rest = chunk.split(b"\n")
+                if lines:
+                    lines[0] = b"".join((*pending, lines[0]))
+                    pending.clear()
+                    held = 0
+                pending.append(rest)
+                held += len(rest)
+                for line in lines:
+                    too_long = len(line) > max_bytes
+                    try:
+                        message: Any = LineTooLong(max_bytes) if too_long else SessionMessage(
+                            JSONRPCMessage.model_validate_json(line.decode("utf-8")))  # fmt: skip
+                    except Exception as exc:  # not JSON-RPC (or not UTF-8): the session decides what that means
+                        message = exc
+                    if not await _hand_on(to_session, message) or too_long:
+                        return
+                if held > max_bytes:
+                    pending.clear()  # (memory back before the session hears of it)
+                    await _hand_on(to_session, LineTooLong(max_bytes))
                     return
+
+
+async def _hand_on(to_session: ObjectSendStream[Any], message: Any) -> bool:
+    """Give ``message`` to the session; ``False`` once the session is gone."""
+    try:
+        await to_session.send(message)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        return False
+    return True
 
 
 async def _write(from_session: ObjectReceiveStream[Any], stdin: ByteSendStream) -> None:
@@ -119,25 +161,65 @@ async def _write(from_session: ObjectReceiveStream[Any], stdin: ByteSendStream) 
                 return  # the server is gone: its stdout's end says so to the session
 
 
-async def _end(process: Process) -> None:
-    """The SDK's shutdown: stdin closed, ``EXIT_SECONDS`` to exit, then its termination of the process group
-    (an interrupted connect too: asyncio cancels the opening task once, so its ending runs uncancelled). When
-    the ending itself is cancelled (the loop stops), the group is killed at once."""
+async def _after_exit(process: Process, reading: anyio.CancelScope) -> None:
+    """Once the server exits, end its group (a child of its may hold the pipes open) and give its output
+    ``OUTPUT_END_SECONDS`` to end; then stop reading it: the session's read stream ends either way."""
+    await process.wait()
+    await end_group(process.pid, EXIT_SECONDS)
+    await anyio.sleep(OUTPUT_END_SECONDS)
+    reading.cancel()
+
+
+async def _end(process: Process, grace: float) -> None:
+    """The end of the server: stdin closed, ``grace`` seconds to exit, then its whole group ended (``end_group``),
+    what it started included. When the ending itself is cancelled (the loop stops), the group is killed at once
+    (an interrupted connect is not: asyncio cancels the opening task once, so its ending runs uncancelled)."""
     try:
-        with anyio.fail_after(EXIT_SECONDS):
+        with anyio.move_on_after(grace):
             if process.stdin is not None:
                 await process.stdin.aclose()
             await process.wait()
-    except TimeoutError:
-        from mcp.os.posix.utilities import terminate_posix_process_tree
-
-        await terminate_posix_process_tree(process, EXIT_SECONDS)
+        await end_group(process.pid, grace)
     except BaseException:
         with contextlib.suppress(OSError):  # (gone already)
             os.killpg(process.pid, signal.SIGKILL)
         raise
     finally:
         await process.aclose()  # anyio's: waits for the process, and kills it if that wait is cancelled
+
+
+async def end_group(group: int, grace: float) -> None:
+    """End every process of ``group`` that still runs: SIGTERM, ``grace`` seconds, SIGKILL."""
+    if not group_alive(group):
+        return
+    with contextlib.suppress(OSError):
+        os.killpg(group, signal.SIGTERM)
+    with anyio.move_on_after(grace):
+        while group_alive(group):
+            await anyio.sleep(GROUP_POLL_SECONDS)
+        return
+    with contextlib.suppress(OSError):
+        os.killpg(group, signal.SIGKILL)
+
+
+def group_alive(group: int) -> bool:
+    """Whether a process of ``group`` still runs. A zombie does not: an orphan's is reaped by init, which on some
+    machines never happens, and it would count for ``os.killpg(group, 0)``."""
+    import psutil
+
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    for process in psutil.process_iter(["status"]):
+        try:
+            if process.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(process.pid) == group:
+                return True
+        except (OSError, psutil.Error):
+            continue
+    return False
 
 
 @asynccontextmanager

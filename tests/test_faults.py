@@ -120,7 +120,10 @@ def test_a_non_json_line_fails_the_session_once_and_quietly(
     with pytest.raises(pj.McpSessionError):
         session.ping()
     assert "this line is not JSON-RPC" not in session.cause  # the server's line is in the log, never in a message
-    assert "(the line is in the session log)" in session.cause
+    assert "its line is kept apart from this message, as its server_text, and in the session log" in session.cause
+    with pytest.raises(pj.McpSessionError) as again:
+        session.ping()
+    assert "this line is not JSON-RPC" in again.value.server_text  # what the server sent, apart from the message
     session.close()
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Failed to parse" not in err, err
@@ -142,7 +145,7 @@ def test_a_line_that_is_not_utf8_fails_the_session_with_the_line_in_the_log(no_c
     with pytest.raises(pj.McpSessionError) as caught:
         session.ping()
     assert caught.value.code == "mcp_connection_closed"
-    assert "not valid JSON-RPC (the line is in the session log)" in session.cause
+    assert "not valid JSON-RPC (its line is kept apart from this message, as its server_text" in session.cause
     [row] = [row for row in session.log if "not UTF-8" in row.detail]
     assert "not UTF-8: \ufffd\ufffd" in row.detail  # the bytes shown as text
     assert session.state == "failed"

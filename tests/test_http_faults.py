@@ -324,7 +324,7 @@ def test_a_server_killed_mid_stream_fails_the_call_at_once_then_the_session(
                 session.ping()
             assert caught.value.code == "mcp_connection_closed"
             wait_until(lambda: session.state == "failed", what="the session to fail")
-            assert "refuses connections" in session.cause, session.cause
+            assert "can no longer be reached: the connection was refused" in session.cause, session.cause
             MEASURED.append(("server gone", "ping", caught.value.code, 0.0, session.state))
     assert_clean([str(result), str(caught.value), *session_texts(session)], capfd)
 

@@ -18,12 +18,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pandas as pd
+import psutil
 import pytest
-from conftest import SERVERS, descendants, stop_tree, wait_until
+from conftest import SERVERS, children, descendants, stderr_after, stop_tree, wait_until
 
 import purra_jupyter as pj
+from purra_jupyter.connection import DEFAULT_MESSAGE_BYTES
 from purra_jupyter.envelope import RawResult
 from purra_jupyter.raw_schema import PATTERN_BUDGET_SECONDS
+from purra_jupyter.session import warm_up
+from purra_jupyter.stdio_transport import EXIT_SECONDS
 from purra_jupyter.ui.approval import PendingCall
 
 UNTRUSTED = SERVERS / "untrusted_server.py"
@@ -36,16 +40,25 @@ def untrusted(
     transport: str, plan: dict[str, Any], name: str = "untrusted", **options: Any
 ) -> Iterator[pj.ServerConfig]:
     """A config for the untrusted server with ``plan``, over ``transport`` (an HTTP one runs meanwhile)."""
-    args = [str(UNTRUSTED), json.dumps(plan)]
     if transport == "stdio":
-        yield pj.ServerConfig(name, command=sys.executable, args=args, **options)
+        yield pj.ServerConfig(name, command=sys.executable, args=[str(UNTRUSTED), json.dumps(plan)], **options)
         return
-    process = subprocess.Popen([sys.executable, *args, "--http"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    with untrusted_http(plan, name, **options) as (config, _):
+        yield config
+
+
+@contextmanager
+def untrusted_http(
+    plan: dict[str, Any], name: str = "untrusted", **options: Any
+) -> Iterator[tuple[pj.ServerConfig, subprocess.Popen[bytes]]]:
+    """The untrusted server over Streamable HTTP on 127.0.0.1, and its process."""
+    command = [sys.executable, str(UNTRUSTED), json.dumps(plan), "--http"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     try:
         assert process.stdout is not None
         line = process.stdout.readline().decode()
         assert line.startswith("listening on "), line
-        yield pj.ServerConfig(name, url=line.split()[-1], **options)
+        yield pj.ServerConfig(name, url=line.split()[-1], **options), process
     finally:
         stop_tree(process, timeout=10)
 
@@ -310,3 +323,106 @@ def test_a_call_planned_before_its_read_binding_was_dropped_is_void() -> None:
         pending.approve()
         assert pending.state == "void" and pending.result.error_code == "mcp_catalog_stale", pending.result
         assert s.stderr.count("got tools/call") == 1  # only the change: nothing was sent for lookup
+
+
+# --- 3. every stdio read is bounded ------------------------------------------------------------------------
+
+FLOOD = {
+    "tools": [tool("flood", {"type": "object"}), tool("echo", {"type": "object"})],
+    "calls": {"flood": "endless-line"},
+}
+
+
+def test_a_stdio_line_over_the_message_bound_fails_the_session_and_memory_stays_flat() -> None:
+    with untrusted("stdio", FLOOD, timeout=20) as config, pj.connect(config) as s:
+        assert s.call("echo", {}, raw=True, approve=True).ok
+        rss = psutil.Process().memory_info().rss
+        result = s.call("flood", {}, raw=True, approve=True)  # the server writes without a newline, forever
+        grown = psutil.Process().memory_info().rss - rss
+        assert result.error_code == "mcp_result_too_large", result
+        assert s.state == "failed" and f"a line of over {DEFAULT_MESSAGE_BYTES} bytes" in s.cause
+        assert grown < 4 * DEFAULT_MESSAGE_BYTES, grown / 2**20  # the one line held at most, then let go (MiB)
+    assert s.state == "closed"
+
+
+# --- 4. closing ends the server's whole process group ----------------------------------------------------
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, an orphan init has not reaped yet, does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def kit_threads() -> list[str]:
+    return [thread.name for thread in threading.enumerate() if thread.name.startswith("purra-jupyter-stderr")]
+
+
+def test_closing_ends_a_child_that_holds_the_servers_pipes_and_leaves_nothing() -> None:
+    before = psutil.Process().num_fds()
+    with untrusted("stdio", {"child_holding_pipes": True}) as config, pj.connect(config) as s:
+        server, child = map(int, stderr_after(s, "untrusted server: pids ", what="the pids").split())
+        assert running(server) and running(child)
+        started = time.monotonic()
+    assert time.monotonic() - started < 2 * EXIT_SECONDS + 2  # a guard against a hang: the README's bound
+    assert not running(server) and not running(child)  # the launcher's child is gone with it
+    assert s.state == "closed"
+    wait_until(lambda: not kit_threads(), what="the stderr thread to end")
+    assert psutil.Process().num_fds() <= before
+
+
+def test_a_server_that_exits_mid_call_fails_the_call_at_once_though_a_child_holds_its_pipes() -> None:
+    plan = {"tools": [tool("crash", {"type": "object"})], "calls": {"crash": "spawn-and-exit"}}
+    with untrusted("stdio", plan, timeout=30) as config, pj.connect(config) as s:
+        result = s.call("crash", {}, raw=True, approve=True)  # not its 30-s timeout: the server is gone
+        assert result.error_code == "mcp_connection_closed", result
+        assert s.state == "failed"
+        _, child = map(int, stderr_after(s, "untrusted server: pids ", what="the pids").split())
+        wait_until(lambda: not running(child), what="the child the server left behind to end")
+
+
+# --- 8. waits end when they say ---------------------------------------------------------------------------
+
+
+def test_a_connect_that_times_out_ends_its_server_within_the_timeout() -> None:
+    warm_up().join()  # a first connect's imports come on top of its timeout (the README says so)
+    with untrusted("stdio", {"never_initialize": True, "linger": True}, timeout=3) as config:
+        started = time.monotonic()
+        with pytest.raises(pj.McpSessionError) as caught:
+            pj.connect(config)
+        elapsed = time.monotonic() - started
+    assert caught.value.code == "mcp_timeout"
+    assert elapsed < 3 + 1  # the promise under test is this bound (the stdin grace and SIGTERM came after it)
+    assert not children()
+
+
+def test_a_failed_connect_carries_the_offending_stdout_line_as_its_server_text() -> None:
+    banner = f"Welcome! Log in at https://{EVIL}/login first"
+    with untrusted("stdio", {"banner": banner}) as config:
+        with pytest.raises(pj.McpSessionError) as caught:
+            pj.connect(config)
+    assert caught.value.code == "mcp_connect_failed"
+    assert banner in caught.value.server_text and EVIL not in caught.value.message
+
+
+def test_an_http_session_whose_server_is_gone_turns_failed() -> None:
+    plan = {"stateless": True}  # no session id: a refused connection once said nothing of the session
+    with untrusted_http(plan) as (config, process), pj.connect(config) as s:
+        assert s.call("echo", {"text": "a"}, raw=True, approve=True).ok
+        stop_tree(process, timeout=10)
+        result = s.call("echo", {"text": "b"}, raw=True, approve=True)
+        assert result.error_code == "mcp_connection_closed", result
+        assert s.state == "failed" and "can no longer be reached" in s.cause
+        status = s.status_widget().value
+        assert "failed" in status and "can no longer be reached" in status
+
+
+def test_a_refused_resumption_of_an_event_stream_is_reported_as_that() -> None:
+    plan = {"tools": [tool("resume", {"type": "object"})], "calls": {"resume": "resume-refused"}}
+    with untrusted("http", plan, timeout=10) as config, pj.connect(config) as s:
+        result = s.call("resume", {}, raw=True, approve=True)
+        assert result.error_code == "mcp_transport_error", result
+        assert "refused to resume the event stream of tools/call (HTTP 405" in result.message, result.message
+        assert s.state == "ready"

@@ -60,7 +60,8 @@ def main() -> int:
                 code = 0 if result.ok else 1
             shown += [repr(session), repr(session.config), repr(session.log), session.stderr]
     except pj.McpSessionError as error:
-        shown.append(f"McpSessionError: {error}")
+        said = f"\nserver_text: {error.server_text}" if error.server_text else ""  # the server's words, apart
+        shown.append(f"McpSessionError: {error}{said}")
         code = 1
     print(json.dumps({"shown": shown}))
     print(shown[-1] if shown else "", file=sys.stderr)
