@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from traitlets import HasTraits, Int
 
-from .catalog import EFFECTS, READ, Catalog, build_catalog, default_local_name, digest_of, write_hint
+from .catalog import EFFECTS, READ, Catalog, build_catalog, default_local_name, digest_of, reasons_note, write_hint
 from .connection import Connection, Deadline
-from .errors import HostCodeError, McpSessionError
+from .errors import KEPT_APART, HostCodeError, McpSessionError
 from .markup import key_value_table
 from .names import visible
 from .wire import BINDING_INVALID, BINDING_MISSING, CATALOG_STALE, EVENT_BIND, NAME_CONFLICT, NOT_READ_ONLY, STALE
@@ -260,9 +260,10 @@ class Bindings(HasTraits):
                 return remote
         if name in state.bindings or name in state.catalog:
             return name
-        listed = ", ".join(tool.name for tool in state.catalog.tools[:12]) or "none"
         raise McpSessionError(
-            BINDING_MISSING, f"'{self.connection.name}' has no tool or binding '{name}'; it lists: {listed}."
+            BINDING_MISSING,
+            f"'{self.connection.name}' has no tool or binding '{visible(name)}'; the tools it lists are {KEPT_APART}.",
+            server_text=_listed(state.catalog),
         )
 
     def registration(self, remote: str) -> Any:
@@ -474,15 +475,28 @@ class Bindings(HasTraits):
         """purra-mcp's code, with the tool's reasons (or a plain sentence) as the message."""
         catalog = self.catalog
         name = self.connection.name
+        shown = visible(remote)
         if error.code == BINDING_MISSING:
-            listed = ", ".join(tool.name for tool in catalog.tools[:12]) or "none"
-            return McpSessionError(error.code, f"'{name}' lists no tool '{remote}'; it lists: {listed}.")
+            return McpSessionError(
+                error.code, f"'{name}' lists no tool '{shown}'; the tools it lists are {KEPT_APART}.",
+                server_text=_listed(catalog),
+            )  # fmt: skip
         if error.code == "mcp_tools_unavailable":
-            return McpSessionError(error.code, f"Cannot bind '{remote}': {catalog.note or error.message}")
+            return McpSessionError(error.code, f"Cannot bind '{shown}': {catalog.note or error.message}")
         if remote in catalog and catalog[remote].reasons:
-            reasons = "; ".join(catalog[remote].reasons)
-            return McpSessionError(error.code, f"Cannot bind '{remote}' as a PurrA tool: {reasons}")
+            tool = catalog[remote]
+            return McpSessionError(
+                error.code, f"Cannot bind '{shown}' as a PurrA tool: {reasons_note(tool)}.",
+                server_text="\n".join(tool.reasons),
+            )  # fmt: skip
         return error
+
+
+def _listed(catalog: Catalog) -> str:
+    """The first tools of ``catalog``, by name as a person is shown them (for a message's ``server_text``)."""
+    names = [tool.label for tool in catalog.tools[:12]]
+    more = f" (and {len(catalog) - 12} more)" if len(catalog) > 12 else ""
+    return f"tools it lists: {', '.join(names) or 'none'}{more}"
 
 
 def _mapping(found: McpToolCatalog | None) -> dict[str, Any] | None:

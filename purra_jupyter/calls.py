@@ -26,11 +26,12 @@ from traitlets import Enum, HasTraits
 
 from . import raw_schema, runner
 from .bindings import Bindings, WriteTerms, make_binding
-from .catalog import READ, ToolVerdict, write_hint
+from .catalog import READ, ToolVerdict, reasons_note, write_hint
 from .config import check_timeout
 from .connection import CancelToken, Connection
 from .envelope import Envelope, RawResult
 from .errors import HostCodeError, McpSessionError
+from .names import visible
 from .purra_adapter import json_bytes, remote_contract
 from .raw_schema import Check, Misfit
 from .wire import (
@@ -226,8 +227,9 @@ def plan_call(
         if not tool.callable:
             raise McpSessionError(
                 tool.refusal or "mcp_schema_unsupported",
-                f"'{remote}' cannot be called as a PurrA read tool: {'; '.join(tool.reasons)}. "
+                f"'{visible(remote)}' cannot be called as a PurrA read tool: {reasons_note(tool)}. "
                 "Explore it with raw=True.",
+                server_text="\n".join(tool.reasons),
             )
         bindings.check_read_declaration(remote)  # calling it unbound declares it a read tool
     return plan

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import purra_adapter
 from .connection import Connection
-from .errors import McpSessionError
+from .errors import KEPT_APART, McpSessionError
 from .markup import CELL, ERROR_COLOR, OK_COLOR, WRAPPED_CELL
 from .names import look_alikes, name_warning, one_line, visible
 from .purra_adapter import canonical_json
@@ -317,6 +317,13 @@ def name_html(tool: ToolVerdict) -> str:
     warning = tool.name_warning
     mark = f" <b class='purra-name-warning' style='color:{ERROR_COLOR}'>⚠ {escape(warning)}</b>" if warning else ""
     return f"<code class='purra-tool-name'>{escape(tool.shown_name)}</code>{mark}"
+
+
+def reasons_note(tool: ToolVerdict) -> str:
+    """What a message says of a tool's reasons, which quote the server's schema (property names, a ``$schema``
+    address): how many, and where they are."""
+    count = len(tool.reasons)
+    return f"{count} reason{'s' if count != 1 else ''}, {KEPT_APART} (the catalog shows them too)"
 
 
 def _shorten(text: str, limit: int = 300) -> str:
@@ -634,6 +641,7 @@ __all__ = [
     "check_digest",
     "default_local_name",
     "digest_of",
+    "reasons_note",
     "schema_reasons",
     "verdict_of",
     "write_hint",

@@ -616,9 +616,10 @@ async def _http_client(
     wait has the kit's deadline, which closes its response."""
 
     async def secure_only(request: httpx.Request) -> None:
-        if not is_secure(request.url.scheme, request.url.host):
-            raise AuthFailed(AUTH_INSECURE, f"refused to send a request to {redact_url(str(request.url))} over "
-                             "http://: authorization endpoints must be https (http only for loopback)")  # fmt: skip
+        if not is_secure(request.url.scheme, request.url.host):  # (the address is the server's choice: apart)
+            raise AuthFailed(AUTH_INSECURE, "refused to send a request over http:// to an address the flow found: "
+                             "authorization endpoints must be https (http only for loopback)",
+                             server_text=redact_url(str(request.url)))  # fmt: skip
 
     async def same_origin_redirects(response: httpx.Response) -> None:
         if response.has_redirect_location:

@@ -11,16 +11,18 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import quote
 
 import pandas as pd
 import psutil
 import pytest
-from conftest import SERVERS, children, descendants, stderr_after, stop_tree, wait_until
+from conftest import SERVERS, children, descendants, oauth_server, stderr_after, stop_tree, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.connection import DEFAULT_MESSAGE_BYTES
@@ -61,6 +63,8 @@ def untrusted_http(
         yield pj.ServerConfig(name, url=line.split()[-1], **options), process
     finally:
         stop_tree(process, timeout=10)
+        assert process.stdout is not None
+        process.stdout.close()
 
 
 def tool(name: str, schema: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -426,3 +430,152 @@ def test_a_refused_resumption_of_an_event_stream_is_reported_as_that() -> None:
         assert result.error_code == "mcp_transport_error", result
         assert "refused to resume the event stream of tools/call (HTTP 405" in result.message, result.message
         assert s.state == "ready"
+
+
+# --- 5. no server-chosen text in the kit's own messages ------------------------------------------------
+
+EVIL_URL = f"https://{EVIL}/reauth"
+URL_TOOLS = [
+    tool("echo", {"type": "object"}),
+    tool("drafted", {"$schema": f"https://{EVIL}/schema", **PROFILE}),
+    tool(f"www.{EVIL}", {"type": "object"}),
+    tool("answer", {"type": "object"}),
+    tool("failing", {"type": "object"}),
+    tool("moved", {"type": "object"}),
+    tool("resume", {"type": "object"}),
+]
+URL_CALLS = {"answer": "url-id", "failing": "status-url", "moved": "redirect", "resume": "resume-refused"}
+
+
+def messages_of(error: pj.McpSessionError) -> list[str]:
+    return [str(error), repr(error), error.message, "".join(traceback.format_exception(error)).replace(
+        error.server_text, "")]  # fmt: skip
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_no_message_of_the_kit_quotes_what_a_server_chose(transport: str) -> None:
+    quoted: list[tuple[str, str]] = []
+    kept: list[str] = []
+
+    def check(what: str, error: pj.McpSessionError) -> None:
+        quoted.extend((what, text) for text in messages_of(error) if EVIL in text)
+        kept.append(error.server_text)
+
+    plan = {"tools": URL_TOOLS, "calls": URL_CALLS}
+    with untrusted(transport, plan) as config, pj.connect(config) as s:
+        with pytest.raises(pj.McpSessionError) as caught:
+            s.call("drafted", {"x": "y"}, approve=True)  # its reasons quote the server's $schema address
+        check("a refused PurrA call", caught.value)
+        with pytest.raises(pj.McpSessionError) as caught:
+            s.call("no_such_tool", {})  # the message would list the server's tool names
+        check("an unknown tool", caught.value)
+        with pytest.raises(pj.McpSessionError) as caught:
+            s.bind("drafted")
+        check("a refused binding", caught.value)
+        if transport == "http":
+            for name in ("failing", "moved", "resume", "answer"):
+                result = s.call(name, {}, raw=True, approve=True)
+                assert not result.ok and EVIL not in result.message, (name, result.message)
+                kept.append(result.server_text)
+    with untrusted(transport, plan) as config, pj.connect(config) as s:
+        answered = s.call("answer", {}, raw=True, approve=True)  # the answer's id is an address
+        assert EVIL not in answered.message and EVIL in answered.server_text, answered
+        if transport == "stdio":  # the SDK cannot route it: the session fails, saying why without the address
+            assert s.state == "failed" and EVIL not in s.cause
+            with pytest.raises(pj.McpSessionError) as caught:
+                s.bind("echo")
+            check("a session failed by an answer to a request never sent", caught.value)
+    with untrusted(transport, {"initialize": {"serverInfo": EVIL_URL}}) as config:
+        with pytest.raises(pj.McpSessionError) as caught:
+            pj.connect(config)  # an initialize answer the SDK cannot read
+        check("an unreadable initialize answer", caught.value)
+    assert quoted == []
+    assert sum(EVIL in text for text in kept) >= (6 if transport == "http" else 4), kept  # kept apart, as its words
+
+
+def test_an_oauth_reason_that_is_an_address_is_kept_out_of_the_message(tmp_path: Path) -> None:
+    def refuse(url: str) -> str:
+        return f"http://127.0.0.1/purra-jupyter/callback?error={quote(EVIL_URL)}&error_description=see+{EVIL}"
+
+    with oauth_server(tmp_path) as server:
+        config = pj.ServerConfig("hosted", url=server.url, oauth=pj.OAuth(authorize=refuse))
+        with pytest.raises(pj.McpSessionError) as caught:
+            pj.connect(config)
+    assert caught.value.code == "mcp_auth_denied"
+    assert [text for text in messages_of(caught.value) if EVIL in text] == []
+    assert EVIL_URL in caught.value.server_text
+
+
+# --- 2. scrub first, then cut: a secret echoed every way is found nowhere ----------------------------------
+
+TOKEN = "tok-Q7v9X2mZ4pL8wR3kN6"  # the secret: an env value (stdio), a bearer token (HTTP)
+FRAGMENT = 6  # characters of the secret that would already be a leak
+
+
+def fragments_in(texts: list[str]) -> list[tuple[int, str]]:
+    """Each (text, piece) where a piece of ``TOKEN`` of ``FRAGMENT`` characters shows."""
+    pieces = {TOKEN[start : start + FRAGMENT] for start in range(len(TOKEN) - FRAGMENT + 1)}
+    return [(index, piece) for index, text in enumerate(texts) for piece in pieces if piece in text]
+
+
+def shown_everywhere(value: Any) -> list[str]:
+    """What a notebook can show, print or save of ``value``: texts, reprs, bundles, and an error's traceback."""
+    texts = [repr(value), str(value)]
+    if isinstance(value, BaseException):
+        texts.append("".join(traceback.format_exception(value)))
+        texts += [getattr(value, "server_text", ""), getattr(value, "message", "")]
+    for attribute in ("message", "server_text", "stderr", "cause"):
+        texts.append(str(getattr(value, attribute, "")))
+    if hasattr(value, "_repr_mimebundle_"):
+        texts.append(json.dumps(value._repr_mimebundle_(), default=str))
+    return texts
+
+
+LEAKS = [
+    tool("stderr", {"type": "object"}),
+    tool("rpc", {"type": "object"}),
+    tool("invalid", {"type": "object"}),
+    tool("status", {"type": "object"}),
+    tool("line", {"type": "object"}),
+]
+LEAK_CALLS = {
+    "stderr": "leak-stderr",
+    "rpc": "leak-rpc-error",
+    "invalid": "leak-invalid",
+    "status": "status-url",
+    "line": "leak-line",
+}
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_secret_the_server_echoes_every_way_is_found_nowhere(transport: str) -> None:
+    ping_error = {"code": -32000, "message": "ping refused for {secret}"}
+    plan = {"tools": LEAKS, "calls": LEAK_CALLS, "secret_env": "TOKEN", "ping_error": ping_error}
+    secret = {"env": {"TOKEN": TOKEN}} if transport == "stdio" else {"headers": {"Authorization": f"Bearer {TOKEN}"}}
+    seen: list[str] = []
+    with untrusted(transport, plan, **secret) as config, pj.connect(config) as s:
+        for name in ("stderr", "rpc", "invalid", *(["status"] if transport == "http" else [])):
+            seen += shown_everywhere(s.call(name, {}, raw=True, approve=True))
+        with pytest.raises(pj.McpSessionError) as caught:
+            s.ping()  # an error whose SDK exception quotes the secret: the chain a traceback prints is clean too
+        seen += shown_everywhere(caught.value)
+        if transport == "stdio":  # a line that is not JSON-RPC, the secret past its 200th character
+            seen += shown_everywhere(s.call("line", {}, raw=True, approve=True))
+            with pytest.raises(pj.McpSessionError) as caught:
+                s.bind("echo")
+            seen += shown_everywhere(caught.value)
+        seen += [
+            *shown_everywhere(s),
+            *shown_everywhere(s.log),
+            s.log.to_frame().to_json(date_format="iso"),
+            s.stderr,
+            s.cause,
+        ]
+        seen.append(s.status_widget().value)
+    for answer in ({"initialize": {"serverInfo": {"name": "{secret}"}}},  # unreadable, quoting the secret
+                   {"initialize_error": {"code": -32603, "message": "no access for {secret}"}}):  # fmt: skip
+        with untrusted(transport, {**answer, "secret_env": "TOKEN"}, **secret) as config:
+            with pytest.raises(pj.McpSessionError) as caught:
+                pj.connect(config)
+            seen += shown_everywhere(caught.value)
+    assert len(seen) > 40 and fragments_in(seen) == []
