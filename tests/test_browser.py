@@ -810,3 +810,96 @@ def test_the_authorization_flow_comes_back_by_the_loopback_and_by_a_pasted_addre
                 browser.screenshot("oauth-failure")
             print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
             raise
+
+
+# --- server-chosen addresses never become links ------------------------------------------------------------
+
+URL_CELLS = {
+    "setup": (
+        "import json, sys\nimport purra_jupyter as pj\n%load_ext purra_jupyter\n"
+        "def untrusted(name, plan):\n"
+        "    return pj.ServerConfig(name, command=sys.executable, args=[{server!r}, json.dumps(plan)])\n"
+        "plan = json.loads({plan!r})"
+    ),
+    "initialize": 'pj.connect(untrusted("init", {{"initialize": {{"serverInfo": {evil!r}}}}}))',
+    "banner": 'pj.connect(untrusted("banner", {{"banner": "Welcome! Log in at " + {evil!r}}}))',
+    "connect": 's = pj.connect(untrusted("urls", plan))\ns.catalog',
+    "refused": 's.call("drafted", {{"x": "y"}}, approve=True)',
+    "unknown": 's.call("no_such_tool", {{}})',
+    "magic": '%mcp_call urls drafted --yes {{"x": "y"}}',
+    "named": 's.call("www.evil.example", {{}}, raw=True, approve=True)',
+    "http": (
+        'h = pj.connect(pj.ServerConfig("remote", url={http!r}))\n'
+        'for name in ("failing", "moved", "resume", "answer"):\n    display(h.call(name, {{}}, raw=True, approve=True))'
+    ),
+    "answer": 'display(s.call("answer", {{}}, raw=True, approve=True))\ns.bind("echo")',
+    "oauth": (
+        'refuse = lambda url: "http://127.0.0.1/purra-jupyter/callback?error=" + {quoted!r}\n'
+        'pj.connect(pj.ServerConfig("hosted", url={oauth!r}, oauth=pj.OAuth(authorize=refuse)))'
+    ),
+    "close": "pj.sessions()",
+}
+RAISING = {"initialize", "banner", "refused", "unknown", "magic", "answer", "oauth"}
+
+
+def test_no_output_of_the_kit_makes_a_link_of_an_address_a_server_chose(tmp_path: Path, browser: Browser) -> None:
+    """Addresses a hostile server put in an initialize answer, a stdout line, a schema's ``$schema``, tool names,
+    an HTTP reason phrase, a redirect, an answer's id and an OAuth ``error=``: JupyterLab makes links of addresses
+    in error outputs and plain text, so none may reach those; every one is still shown, as text, where it belongs."""
+    from urllib.parse import quote
+
+    from test_untrusted import EVIL, EVIL_URL, UNTRUSTED, URL_CALLS, URL_TOOLS, untrusted_http
+
+    plan = json.dumps({"tools": URL_TOOLS, "calls": URL_CALLS})
+    with (
+        untrusted_http({"tools": URL_TOOLS, "calls": URL_CALLS}) as (remote, _),
+        oauth_server(tmp_path) as hosted,
+        jupyter_lab(JUPYTER, tmp_path / "lab") as lab,
+    ):
+        values = {"server": str(UNTRUSTED), "plan": plan, "evil": EVIL_URL, "http": remote.url, "oauth": hosted.url,
+                  "quoted": quote(EVIL_URL)}  # fmt: skip
+        notebook = nbformat.v4.new_notebook()
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        notebook.cells = [nbformat.v4.new_code_cell(source.format(**values)) for source in URL_CELLS.values()]
+        nbformat.write(notebook, lab.root / "urls.ipynb")
+        page = browser.page
+        try:
+            open_notebook(browser, lab, "urls.ipynb")
+            for index in range(len(URL_CELLS)):  # one by one: a cell that raises on purpose stops no other
+                browser.notebook_js(
+                    "panel.content.activeCellIndex = arg; await app.commands.execute('notebook:run-cell');", index
+                )
+                page.wait_for_function(
+                    "(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].model.executionCount !== null",
+                    arg=index,
+                    timeout=STEP,
+                )
+            cells = page.locator(".jp-Notebook .jp-Cell")
+            errors = (  # JupyterLab draws an error as stderr text
+                '.jp-OutputArea-output:is([data-mime-type="application/vnd.jupyter.error"], '
+                '[data-mime-type="application/vnd.jupyter.stderr"])'
+            )
+            for index, name in enumerate(URL_CELLS):
+                raised = cells.nth(index).locator(errors)
+                expect(raised).to_have_count(1 if name in RAISING else 0, timeout=STEP)
+                if name in RAISING:
+                    expect(raised).to_contain_text("McpSessionError: mcp_")
+                    assert EVIL not in raised.inner_text(), (name, raised.inner_text())
+            links = page.evaluate(
+                "(evil) => [...document.querySelectorAll('.jp-Notebook .jp-OutputArea a')]"
+                ".filter(a => (a.getAttribute('href') || '').includes(evil) || a.textContent.includes(evil))"
+                ".map(a => a.outerHTML)",
+                EVIL,
+            )
+            assert links == []
+            # the addresses are there, as text: in the server's-words blocks, the results and the catalog
+            shown = page.locator(".jp-Notebook .jp-OutputArea").all_inner_texts()
+            assert sum(EVIL in text for text in shown) >= 4, shown
+            expect(cells.nth(list(URL_CELLS).index("connect")).locator(CATALOG)).to_contain_text(f"www.{EVIL}")
+            browser.screenshot("urls-as-text", cells.nth(list(URL_CELLS).index("magic")))
+            assert browser.errors == []
+        except BaseException:
+            with suppress(Exception):
+                browser.screenshot("urls-failure")
+            print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
+            raise
