@@ -387,6 +387,21 @@ def test_a_server_that_exits_mid_call_fails_the_call_at_once_though_a_child_hold
         wait_until(lambda: not running(child), what="the child the server left behind to end")
 
 
+def test_a_child_that_left_the_servers_group_keeps_neither_the_session_nor_the_kits_thread() -> None:
+    """What the README says the kit does not follow (a process of another group) still cannot hold it: the call
+    fails, the session turns failed and the stderr thread ends within the bound the README names."""
+    plan = {"tools": [tool("crash", {"type": "object"})], "calls": {"crash": "escape-and-exit"}}
+    with untrusted("stdio", plan, timeout=30) as config, pj.connect(config) as s:
+        result = s.call("crash", {}, raw=True, approve=True)
+        assert result.error_code == "mcp_connection_closed" and s.state == "failed", result
+        _, escaped = map(int, stderr_after(s, "untrusted server: pids ", what="the pids").split())
+    try:
+        wait_until(lambda: not kit_threads(), what="the stderr thread to end")
+        assert running(escaped)  # not the kit's to end: it left the group (the README says so)
+    finally:
+        psutil.Process(escaped).kill()
+
+
 # --- 8. waits end when they say ---------------------------------------------------------------------------
 
 
@@ -559,6 +574,9 @@ def test_a_secret_the_server_echoes_every_way_is_found_nowhere(transport: str) -
         with pytest.raises(pj.McpSessionError) as caught:
             s.ping()  # an error whose SDK exception quotes the secret: the chain a traceback prints is clean too
         seen += shown_everywhere(caught.value)
+        if transport == "stdio":
+            longest = max(s.stderr.splitlines(), key=len)  # the 25-KiB line: its first 8,192 characters, and a mark
+            assert len(longest) < 8192 + 64 and longest.endswith("(cut at 8192 characters)")
         if transport == "stdio":  # a line that is not JSON-RPC, the secret past its 200th character
             seen += shown_everywhere(s.call("line", {}, raw=True, approve=True))
             with pytest.raises(pj.McpSessionError) as caught:
