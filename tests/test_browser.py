@@ -209,6 +209,12 @@ class Browser:
         script = f"async ([arg]) => {{ const app = window.jupyterapp; const panel = app.shell.currentWidget; {body} }}"
         return self.page.evaluate(script, [arg])
 
+    def report_failure(self, name: str, lab: Lab) -> None:
+        """What a failed test leaves to read: a screenshot ``name``, the page's errors and console, the server's log."""
+        with suppress(Exception):
+            self.screenshot(name)
+        print(f"page errors: {self.errors}\nconsole: {self.console}\njupyter log:\n{lab.log_tail()}")
+
     def screenshot(self, name: str, target: Locator | None = None) -> Path:
         """The whole page (JupyterLab fits the viewport), with ``target`` scrolled to the top of the notebook."""
         if target is not None:
@@ -422,9 +428,7 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
         assert browser.dialogs == []
         assert browser.errors == []  # nothing threw in the page (a renderer that throws would show here)
     except BaseException:
-        with suppress(Exception):
-            browser.screenshot(f"{lab.label}-failure")
-        print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
+        browser.report_failure(f"{lab.label}-failure", lab)
         raise
 
 
@@ -581,9 +585,7 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
             browser.screenshot("quickstart-07-reloaded-batch", nth("batch"))
             assert browser.errors == []
         except BaseException:
-            with suppress(Exception):
-                browser.screenshot("quickstart-failure")
-            print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
+            browser.report_failure("quickstart-failure", lab)
             raise
 
 
@@ -727,9 +729,7 @@ def test_notebook_7_draws_our_renderers_and_an_approval_click_settles(tmp_path: 
             assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
             assert all("notebook_core" in error for error in browser.errors), browser.errors
         except BaseException:
-            with suppress(Exception):
-                browser.screenshot("notebook7-failure")
-            print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
+            browser.report_failure("notebook7-failure", lab)
             raise
 
 
@@ -806,9 +806,7 @@ def test_the_authorization_flow_comes_back_by_the_loopback_and_by_a_pasted_addre
                 assert "the browser came back" in texts, texts[:500]
             assert browser.errors == []
         except BaseException:
-            with suppress(Exception):
-                browser.screenshot("oauth-failure")
-            print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
+            browser.report_failure("oauth-failure", lab)
             raise
 
 
@@ -899,7 +897,5 @@ def test_no_output_of_the_kit_makes_a_link_of_an_address_a_server_chose(tmp_path
             browser.screenshot("urls-as-text", cells.nth(list(URL_CELLS).index("magic")))
             assert browser.errors == []
         except BaseException:
-            with suppress(Exception):
-                browser.screenshot("urls-failure")
-            print(f"page errors: {browser.errors}\nconsole: {browser.console}\njupyter log:\n{lab.log_tail()}")
+            browser.report_failure("urls-failure", lab)
             raise

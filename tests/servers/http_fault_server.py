@@ -39,8 +39,9 @@ import sys
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from http_wire import BodyHandler, QuietServer
 
 ECHO = {
     "name": "echo",
@@ -66,12 +67,7 @@ def note(**event: Any) -> None:
         EVENTS.append({"time": time.time(), **event})
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: object) -> None:
-        pass
-
+class Handler(BodyHandler):
     # --- routing -----------------------------------------------------------------------------------
 
     def route(self) -> tuple[str | None, str | None]:
@@ -238,16 +234,6 @@ class Handler(BaseHTTPRequestHandler):
     def send_json(self, value: Any, headers: dict[str, str] | None = None) -> None:
         self.send_body(200, json.dumps(value).encode(), "application/json", headers)
 
-    def send_body(self, status: int, body: bytes, kind: str, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-        self.wfile.flush()
-
     def start_stream(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -285,13 +271,6 @@ class Handler(BaseHTTPRequestHandler):
         if ready and not self.connection.recv(1, socket.MSG_PEEK):
             note(gone="hang", path=self.path)
         self.close_connection = True
-
-
-class QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that went away, a socket reset on purpose: expected here, and stderr stays clean
 
 
 def main() -> None:

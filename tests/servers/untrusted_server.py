@@ -45,8 +45,9 @@ import sys
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from http_wire import BodyHandler, QuietServer
 
 EVIL_URL = "https://evil.example/reauth"
 ECHO = {
@@ -204,12 +205,7 @@ def serve_stdio() -> None:
 # --- Streamable HTTP ------------------------------------------------------------------------------------
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: object) -> None:
-        pass
-
+class Handler(BodyHandler):
     def do_GET(self) -> None:
         self.send_body(405, b"", "text/plain")  # no stream of its own, and no resumption either
 
@@ -247,22 +243,6 @@ class Handler(BaseHTTPRequestHandler):
 
     def session_header(self) -> dict[str, str]:
         return {} if PLAN.get("stateless") else {"Mcp-Session-Id": SESSION}
-
-    def send_body(self, status: int, body: bytes, kind: str, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-
-class QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass
 
 
 SESSION = uuid.uuid4().hex
