@@ -247,11 +247,12 @@ def test_binding_refusals_carry_purras_code_and_the_reasons(demo: pj.McpSession)
     with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("greet")
     assert caught.value.code == "mcp_schema_unsupported"
-    assert "inputSchema.properties.punctuation.default" in caught.value.message
+    assert "1 reason, kept apart from this message" in caught.value.message  # the reasons quote the server
+    assert "inputSchema.properties.punctuation.default" in caught.value.server_text
     with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("no_such_tool")
     assert caught.value.code == "mcp_binding_missing"
-    assert "search_documents" in caught.value.message
+    assert "search_documents" in caught.value.server_text and "search_documents" not in caught.value.message
     with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("echo", local_name="not valid!")
     assert caught.value.code == "mcp_binding_invalid"

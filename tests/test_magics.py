@@ -15,7 +15,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import purra_jupyter as pj
 from purra_jupyter.envelope import Envelope, RawResult
-from purra_jupyter.magics import MagicHelp
+from purra_jupyter.magics import SERVER_STDERR_LABEL, MagicHelp
 from purra_jupyter.ui.approval import PendingCall
 from purra_jupyter.ui.forms import SchemaForm
 
@@ -50,7 +50,11 @@ def one_line_error(ip: InteractiveShell, line: str, capsys: pytest.CaptureFixtur
     text = (shown.out + shown.err).strip()
     error = result.error_in_exec
     assert isinstance(error, UsageError | pj.McpSessionError), error
-    assert "Traceback" not in text and len(text.splitlines()) == 1, text
+    assert "Traceback" not in text, text
+    if getattr(error, "server_text", ""):  # the server's words come first, in a block of their own
+        *block, text = text.splitlines()
+        assert block[0] == f"{SERVER_STDERR_LABEL}:" and error.server_text.splitlines()[0] in block[1], block
+    assert len(text.splitlines()) == 1, text
     code = str(error).split(":", 1)[0]
     usage = isinstance(error, UsageError)
     assert usage == (code in ("mcp_config_invalid", "mcp_invalid_arguments") or not code.startswith("mcp_")), text
