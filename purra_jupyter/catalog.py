@@ -470,8 +470,8 @@ def _shape_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
     return [f"{where}: {message} — use plain JSON values"]
 
 
-def _bad_numbers(value: Any, path: str) -> list[tuple[str, Any]]:
-    found = []
+def _bad_numbers(value: object, path: str) -> list[tuple[str, float]]:
+    found: list[tuple[str, float]] = []
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return found
     if isinstance(value, int | float):

@@ -12,15 +12,19 @@ import ipaddress
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import unquote_plus, urlsplit
 
 from .errors import McpSessionError, server_words, shown
 from .wire import CONFIG_INVALID, HTTP, STDIO
+
+# A person's part of the authorization flow: the authorization URL in, the address the browser was redirected to
+# out (sync, or async); what it returns is checked before use.
+Authorize: TypeAlias = Callable[[str], str | Awaitable[str]]
 
 REDACTED = "***"
 MIN_SCRUBBED_CHARS = 4  # shorter values ("1", "on") are not searched for in text: that would shred it
@@ -92,7 +96,7 @@ class OAuth:
     client_id: str | None = None
     client_secret: str | None = None
     client_metadata_url: str | None = None
-    authorize: Callable[[str], Any] | None = None
+    authorize: Authorize | None = None
     timeout: float = 300.0
 
     def __post_init__(self) -> None:
@@ -399,7 +403,7 @@ def _entry_config(path: Path, key: str, name: str, entry: Any, default_timeout: 
         raise _invalid(
             f"{where}: type {kind!r} does not match the entry ({'command' if 'command' in entry else 'url'})."
         )
-    fields = {"timeout": default_timeout}
+    fields: dict[str, Any] = {"timeout": default_timeout}  # JSON values, checked by ServerConfig
     fields.update({field_name: entry[field_name] for field_name in _ENTRY_FIELDS if field_name in entry})
     try:
         if "oauth" in entry:

@@ -128,7 +128,8 @@ class Envelope:
 
     def to_dict(self) -> dict[str, Any]:
         """The envelope ``{"text": [...], "structured": ...}`` a PurrA host gets, as a fresh dict."""
-        return json.loads(self.json)
+        fresh: dict[str, Any] = json.loads(self.json)
+        return fresh
 
     def to_frame(self) -> pd.DataFrame:
         return _frame(self.structured, f"{self.tool}'s result")

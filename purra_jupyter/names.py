@@ -70,7 +70,8 @@ def has_invisible(text: str) -> bool:
 def _confusables() -> Mapping[str, list[dict[str, str]]]:
     from confusable_homoglyphs import confusables
 
-    return confusables.confusables_data  # type: ignore[no-any-return]
+    data: Mapping[str, list[dict[str, str]]] = confusables.confusables_data  # the package ships no types
+    return data
 
 
 def _homoglyph(entry: Mapping[str, str]) -> str:

@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import anyio
 
 from . import runner
-from .config import ServerConfig, is_secure
+from .config import Authorize, ServerConfig, is_secure
 from .wire import (
     AUTH_DENIED,
     AUTH_FAILED,
@@ -32,6 +32,9 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
+    import h11
+    from anyio.abc import SocketStream
+    from anyio.streams.stapled import MultiListener
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
@@ -89,7 +92,7 @@ class Authorization:
 
     def __init__(
         self,
-        authorize: Callable[[str], Any] | None,
+        authorize: Authorize | None,
         scopes: tuple[str, ...] | None,
         learn: Callable[..., None],
         person: Person | None = None,
@@ -220,7 +223,7 @@ class LoopbackListener:
         except BaseExceptionGroup as group:  # what ended the person's turn, not the group around it
             raise runner.leaf_exception(group) from None
 
-    async def _serve(self, listener: Any) -> None:
+    async def _serve(self, listener: MultiListener[SocketStream]) -> None:
         try:
             async with anyio.create_task_group() as connections:
                 connections.start_soon(listener.serve, self._handle)
@@ -230,7 +233,7 @@ class LoopbackListener:
             with anyio.CancelScope(shield=True):
                 await listener.aclose()
 
-    async def _handle(self, stream: Any) -> None:
+    async def _handle(self, stream: SocketStream) -> None:
         import h11
 
         async with stream:
@@ -261,7 +264,7 @@ class LoopbackListener:
             self._served.set()
 
 
-async def _respond(stream: Any, connection: Any, status: int, text: str) -> None:
+async def _respond(stream: SocketStream, connection: h11.Connection, status: int, text: str) -> None:
     import h11
 
     body = (
@@ -291,7 +294,8 @@ def free_loopback_port() -> int:
     binds it only during the person's turn."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 # Where authorization server metadata is looked up (RFC 8414 and OpenID Connect Discovery): the issuer is the
@@ -375,19 +379,20 @@ def provider(config: ServerConfig, learn: Callable[..., None], person: Person | 
     ``authorize`` function, ``person`` answers, and the redirect address names the port of the listener."""
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+    from pydantic import AnyUrl
 
     oauth = config.oauth
     assert oauth is not None
     port = free_loopback_port() if oauth.authorize is None and person is not None else None
-    redirect = redirect_uri(port)
-    metadata = OAuthClientMetadata(redirect_uris=[redirect], client_name=CLIENT_NAME)  # type: ignore[list-item]
+    redirect = AnyUrl(redirect_uri(port))
+    metadata = OAuthClientMetadata(redirect_uris=[redirect], client_name=CLIENT_NAME)
     client = None
     if oauth.client_id is not None:
-        method = "client_secret_basic" if oauth.client_secret else "none"
+        method: Literal["client_secret_basic", "none"] = "client_secret_basic" if oauth.client_secret else "none"
         client = OAuthClientInformationFull(
             client_id=oauth.client_id,
             client_secret=oauth.client_secret,
-            redirect_uris=[redirect],  # type: ignore[list-item]
+            redirect_uris=[redirect],
             token_endpoint_auth_method=method,
         )
     flow = Authorization(oauth.authorize, tuple(oauth.scopes) if oauth.scopes else None, learn, person, port)
@@ -402,8 +407,9 @@ def provider(config: ServerConfig, learn: Callable[..., None], person: Person | 
     )
 
 
-async def run_sync_or_async(func: Callable[[str], Any], url: str) -> Any:
-    """``func(url)``, awaited if it is async, else in a worker thread (a person's function may block)."""
+async def run_sync_or_async(func: Authorize, url: str) -> object:
+    """``func(url)``, awaited if it is async, else in a worker thread (a person's function may block). What it
+    gives back is a person's code's: checked by the caller (``Authorization.code_of``)."""
     if inspect.iscoroutinefunction(func):
         return await func(url)
     return await anyio.to_thread.run_sync(func, url)

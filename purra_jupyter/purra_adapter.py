@@ -13,10 +13,15 @@ import importlib
 import json
 from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import McpSessionError
 from .wire import PURRA_INCOMPATIBLE
+
+if TYPE_CHECKING:
+    from mcp import ClientSession, types
+    from purra.structured import StructuredOutputContract, StructuredOutputLimits
+    from purra_mcp import McpToolLimits
 
 PINNED = {"purra": "1.0.3", "purra-mcp": "1.0.3"}
 # Every private name the kit uses, as "module:name", with what the kit uses it for.
@@ -58,16 +63,17 @@ def check() -> None:
 
 
 def _private(guarded: str) -> Any:
+    """The private ``module:name``: unannotated in purra, so each use here says what it gives."""
     module, name = guarded.split(":")
     return getattr(importlib.import_module(module), name)
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """One text per JSON value (sorted keys, no spaces): the key of the contract caches and the digest's fallback."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def remote_contract(schema: Any, limits: Any) -> Any:
+def remote_contract(schema: object, limits: McpToolLimits) -> StructuredOutputContract:
     """purra-mcp's contract for a listed schema (its ``McpAdapterError`` when it refuses one), built once
     per distinct schema: building one costs more than a call, and big catalogs repeat their schemas."""
     outcome = _contract_of(canonical_json(schema), limits)
@@ -77,13 +83,14 @@ def remote_contract(schema: Any, limits: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=1024)
-def _contract_of(schema_text: str, limits: Any) -> Any:
+def _contract_of(schema_text: str, limits: McpToolLimits) -> StructuredOutputContract | Exception:
     from purra_mcp import McpAdapterError
 
     try:
-        return _private("purra_mcp:_remote_contract")(json.loads(schema_text), limits)[0]
+        contract: StructuredOutputContract = _private("purra_mcp:_remote_contract")(json.loads(schema_text), limits)[0]
     except McpAdapterError as error:
         return error
+    return contract
 
 
 def clear_contract_cache() -> None:
@@ -91,9 +98,10 @@ def clear_contract_cache() -> None:
     _contract_of.cache_clear()
 
 
-def json_bytes(value: Any) -> int:
+def json_bytes(value: object) -> int:
     """The size purra-mcp gives a JSON value (compact UTF-8); raises on values JSON cannot carry."""
-    return _private("purra_mcp:_bytes")(value)
+    size: int = _private("purra_mcp:_bytes")(value)
+    return size
 
 
 def fail(code: str) -> NoReturn:
@@ -102,16 +110,19 @@ def fail(code: str) -> NoReturn:
     raise AssertionError("unreachable")  # purra-mcp's _fail always raises
 
 
-async def list_page(client: Any, cursor: str | None, limits: Any) -> Any:
+async def list_page(client: ClientSession, cursor: str | None, limits: McpToolLimits) -> types.ListToolsResult:
     """One ``tools/list`` page, sent and refused exactly as ``discover_mcp_tools`` does (its codes)."""
     from mcp import types
 
     params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
     request = types.ClientRequest(types.ListToolsRequest(params=params))
-    return await _private("purra_mcp:_request")(client, request, types.ListToolsResult, limits, None)
+    page: types.ListToolsResult = await _private("purra_mcp:_request")(
+        client, request, types.ListToolsResult, limits, None
+    )
+    return page
 
 
-def schema_shape_problem(body: Any, limits: Any) -> tuple[str, Any] | None:
+def schema_shape_problem(body: object, limits: McpToolLimits) -> tuple[str, StructuredOutputLimits] | None:
     """Why purra's snapshot refuses ``body`` as a schema (depth, nodes, bytes, numbers), with the profile's
     limits it used; ``None`` when it accepts it."""
     from purra.structured import StructuredOutputLimits

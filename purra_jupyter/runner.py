@@ -120,7 +120,7 @@ def submit(func: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> Future[T]
     return asyncio.run_coroutine_threadsafe(func(*args), _loop)
 
 
-def wait(future: Future[T], *, on_interrupt: Callable[[], None] | None = None) -> T:
+def wait(future: Future[T], *, on_interrupt: Callable[[], object] | None = None) -> T:
     """Wait for ``future``; a KeyboardInterrupt calls ``on_interrupt`` (default: cancel the future) and
     raises ``mcp_interrupted``. A group of exceptions is unwrapped so a person sees the one that matters, and an
     ``McpSessionError`` arrives without the chain it was raised in: a traceback shows its message, never an SDK
