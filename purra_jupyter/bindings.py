@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 from traitlets import HasTraits, Int
@@ -27,15 +27,25 @@ from .wire import BINDING_INVALID, BINDING_MISSING, CATALOG_STALE, EVENT_BIND, N
 
 if TYPE_CHECKING:
     from mcp import ClientSession
+    from purra.contracts import ExecutionState
+    from purra.ports import CancellationSignal, ScopeValidator, ToolRegistration
     from purra_mcp import McpToolBinding, McpToolCatalog, McpToolLimits, McpWriteToolBinding
+    from typing_extensions import TypeIs
 
-    Binding = McpToolBinding | McpWriteToolBinding
+# A purra-mcp binding: a read tool, or a write under PurrA's confirm policy. (Names only a type checker imports.)
+Binding: TypeAlias = "McpToolBinding | McpWriteToolBinding"
+# A host's scope check, as ``make_binding`` takes it: sync or async, a denial message or ``None`` to allow.
+HostScopeValidator: TypeAlias = (
+    "Callable[[ExecutionState, Mapping[str, Any], CancellationSignal | None], str | Awaitable[str | None] | None]"
+)
 
 MAX_TIMEOUT_MS = 300_000
 DEFAULT_REVISION = "1"
 
 
-async def allow_any_scope(state: Any, arguments: Any, signal: Any = None) -> None:
+async def allow_any_scope(
+    state: ExecutionState, arguments: Mapping[str, Any], signal: CancellationSignal | None = None
+) -> None:
     """A scope validator that accepts every call: for a person who means to check no scope. Binding a write
     with it is logged. Async, as purra-mcp awaits a validator: a host can pass it to purra-mcp as it is."""
     return None
@@ -46,11 +56,12 @@ def effect_of(binding: Binding) -> str:
     return str(binding.policy.risk_level.value)
 
 
-def is_write(binding: Binding) -> bool:
+def is_write(binding: Binding) -> TypeIs[McpWriteToolBinding]:
+    """Whether ``binding`` is a write (purra-mcp gives a read binding only a read policy, a write never one)."""
     return effect_of(binding) != READ
 
 
-class BindingEntry(dict):
+class BindingEntry(dict[str, Any]):
     """purra-mcp's snapshot entry of one binding (a plain dict), shown as a small table."""
 
     def _rows(self) -> list[tuple[str, str]]:
@@ -74,7 +85,7 @@ class BindingEntry(dict):
     def __repr__(self) -> str:
         return "BindingEntry " + ", ".join(f"{key}: {value}" for key, value in self._rows())
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         return {"text/plain": repr(self), "text/html": key_value_table(self._rows(), "purra-binding")}
 
 
@@ -135,7 +146,7 @@ def make_binding(
     effect: str = READ,
     local_name: str | None = None,
     title: str | None = None,
-    scope_validator: Callable[..., Any] | None = None,
+    scope_validator: HostScopeValidator | None = None,
     concurrency_safe: bool = False,
     identity: WriteIdentity | None = None,
 ) -> Binding:
@@ -143,7 +154,7 @@ def make_binding(
     PurrA's confirm policy. ``scope_validator(state, arguments, signal)`` may be sync or async and returns a
     non-empty string to deny; if it raises, the call settles with ``mcp_host_error`` (the host's code failed,
     not the server). A write needs one (``allow_any_scope`` when no scope is to be checked)."""
-    from purra.contracts import ToolPolicy
+    from purra.contracts import ToolExecutionMode, ToolPolicy, ToolRiskLevel
     from purra_mcp import McpAdapterError, McpToolBinding, McpWriteToolBinding
 
     local = local_name or default_local_name(remote)
@@ -159,10 +170,11 @@ def make_binding(
         raise McpSessionError(BINDING_INVALID, f"A {effect} tool is never concurrency-safe: bind '{remote}' without.")
     validator = _guarded_validator(scope_validator) if callable(scope_validator) else scope_validator
     try:
-        policy = ToolPolicy(mode="read" if effect == READ else "confirm", title=title or remote, risk_level=effect)
+        mode = ToolExecutionMode.READ if effect == READ else ToolExecutionMode.CONFIRM
+        policy = ToolPolicy(mode=mode, title=title or remote, risk_level=ToolRiskLevel(effect))
         if effect == READ:
             return McpToolBinding(local, policy, validator, concurrency_safe)
-        assert identity is not None
+        assert identity is not None and validator is not None
         return McpWriteToolBinding(
             local,
             policy,
@@ -182,8 +194,12 @@ def make_binding(
         ) from None
 
 
-def _guarded_validator(validator: Callable[..., Any]) -> Callable[..., Any]:
-    async def validate(state: Any, arguments: Any, signal: Any = None) -> Any:
+def _guarded_validator(validator: HostScopeValidator) -> ScopeValidator:
+    """``validator`` as purra-mcp awaits one: async, and any exception it raises the host's failure."""
+
+    async def validate(
+        state: ExecutionState, arguments: Mapping[str, Any], signal: CancellationSignal | None = None
+    ) -> str | None:
         try:
             decision = validator(state, arguments, signal)
             return await decision if inspect.isawaitable(decision) else decision
@@ -266,7 +282,7 @@ class Bindings(HasTraits):
             server_text=_listed(state.catalog),
         )
 
-    def registration(self, remote: str) -> Any:
+    def registration(self, remote: str) -> ToolRegistration:
         """purra-mcp's registration (schema, policy, handler, approval binding) of the bound tool ``remote``."""
         state = self._state
         binding = state.bindings[remote]
@@ -280,7 +296,9 @@ class Bindings(HasTraits):
         binding = self.binding(remote)
         if binding is None or not is_write(binding) or self._state.writes is None:
             return None
-        return WriteTerms(dict(self.registration(remote).approval_binding), binding.binding_revision)
+        approval = self.registration(remote).approval_binding
+        assert approval is not None  # purra-mcp registers every write with its approval binding
+        return WriteTerms(dict(approval), binding.binding_revision)
 
     def check_read_declaration(self, remote: str, *, assume_read_only: bool = False) -> str:
         """Refuse (``mcp_not_read_only``) declaring ``remote`` a read tool when its server says it is not;
@@ -315,7 +333,7 @@ class Bindings(HasTraits):
         assume_read_only: bool = False,
         identity: Mapping[str, str | None] | None = None,
         **options: Any,
-    ) -> dict[str, Any]:
+    ) -> BindingEntry:
         """Bind ``remote`` through purra-mcp with every current binding of its kind; returns its entry.
         ``identity`` holds a write's ``binding_id, binding_revision, scope_id, scope_revision`` (each left out
         or ``None`` takes ``default_identity``'s); ``options`` are ``make_binding``'s."""
@@ -343,7 +361,7 @@ class Bindings(HasTraits):
 
     async def add(
         self, client: ClientSession, remote: str, binding: Binding, note: str = "", *, assumed: str | None = None
-    ) -> dict[str, Any]:
+    ) -> BindingEntry:
         """Add ``binding`` through purra-mcp with every current binding of its kind (on the loop); returns its
         entry. ``note`` is logged with it; ``assumed`` is the write hint a read declaration overrode."""
         async with self._lock():
@@ -430,10 +448,14 @@ class Bindings(HasTraits):
         from purra_mcp import discover_mcp_tools, discover_mcp_write_tools
 
         connection = self.connection
-        discover = discover_mcp_write_tools if writing else discover_mcp_tools
-        return await discover(
-            client, connection.name, dict(bindings), monitor=connection.monitor, limits=call_limits(connection.limits)
-        )
+        limits = call_limits(connection.limits)
+        if writing:
+            writes = {remote: binding for remote, binding in bindings.items() if is_write(binding)}
+            return await discover_mcp_write_tools(
+                client, connection.name, writes, monitor=connection.monitor, limits=limits
+            )
+        reads = {remote: binding for remote, binding in bindings.items() if not is_write(binding)}
+        return await discover_mcp_tools(client, connection.name, reads, monitor=connection.monitor, limits=limits)
 
     def _lock(self) -> anyio.Lock:
         if self._changing is None:
@@ -500,7 +522,10 @@ def _listed(catalog: Catalog) -> str:
 
 
 def _mapping(found: McpToolCatalog | None) -> dict[str, Any] | None:
-    return found.snapshot.to_mapping() if found is not None else None
+    if found is None:
+        return None
+    mapping: dict[str, Any] = found.snapshot.to_mapping()  # a JSON object; purra-mcp leaves it unannotated
+    return mapping
 
 
 __all__ = ["Bindings", "WriteIdentity", "WriteTerms", "allow_any_scope", "call_limits", "make_binding"]
