@@ -12,11 +12,12 @@ import base64
 import math
 import sys
 from collections import Counter
-from typing import Any
+from typing import Any, TypeAlias
 
 import anyio
 import mcp.types as types
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.lowlevel.server import CombinationContent, UnstructuredContent
 from mcp.server.models import InitializationOptions
 
 from purra_jupyter.demo import corpus
@@ -30,6 +31,9 @@ TINY_PNG_BASE64 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAGElEQVR42mOQz9/yfykDhGSAs4AkA04ZAF6CFzHa091rAAAAAElFTkSuQmCC"
 )
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+# What a tool handler gives the SDK's call_tool: content blocks, blocks with structured content, or a whole result.
+ToolAnswer: TypeAlias = UnstructuredContent | CombinationContent | types.CallToolResult
 
 _NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 _NOTE = {
@@ -331,7 +335,7 @@ def build_server() -> DemoServer:
         return server.listed_tools()
 
     @server.call_tool()
-    async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
+    async def call_tool(name: str, arguments: dict[str, Any]) -> ToolAnswer:
         match name:
             case "search_documents":
                 hits = corpus.search(arguments["query"], arguments["limit"])
