@@ -11,6 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
     from .bindings import allow_any_scope
     from .config import OAuth, ServerConfig, load_servers
     from .errors import McpSessionError
@@ -50,7 +52,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: InteractiveShell) -> None:
     """``%load_ext purra_jupyter``: register the ``%mcp_*`` magics, and start importing the MCP SDK in a
     background thread (the cell does not wait for it)."""
     from .magics import McpMagics

@@ -301,7 +301,7 @@ class Catalog:
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         )
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
         return {CATALOG_MIME: self.to_json(), "text/html": self._repr_html_table(), "text/plain": repr(self)}
 
 

@@ -143,7 +143,7 @@ class Envelope:
             lines.append("  structured: " + json.dumps(self.structured, ensure_ascii=False)[:2000])
         return "\n".join(lines)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
         body = [pre(block) for block in self.text]
         records = records_in(self.structured)
         if records is not None:
@@ -197,7 +197,7 @@ class RawResult:
             lines.append("  structuredContent: " + json.dumps(self.structured_content, ensure_ascii=False)[:2000])
         return "\n".join(lines)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
         body = [_block_html(block) for block in self.content]
         if self.structured_content is not None:
             body.append(_json_block("structuredContent", self.structured_content))

@@ -11,6 +11,7 @@ as ``McpSessionError``; either one speaks of magics, not of the Python API.
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import json
 import shlex
@@ -18,7 +19,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
@@ -35,6 +36,16 @@ from .markup import pre
 from .session import McpSession, connect, registry
 from .ui.records import TICK_SECONDS, LiveOutput, in_kernel, plain_bundle, redraw_while
 from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from .catalog import Catalog
+    from .connection import SessionLog
+    from .envelope import Envelope, RawResult
+    from .ui.approval import PendingCall
+    from .ui.forms import SchemaForm
 
 # The codes of mistakes in what the user wrote; every other code is a failure at run time.
 USAGE_CODES = (CONFIG_INVALID, INVALID_ARGUMENTS)
@@ -149,14 +160,22 @@ def _words(line: str) -> list[str]:
         raise UsageError(f"{CONFIG_INVALID}: {error} in the magic's line.") from None
 
 
-def parse(magic: Any, line: str | list[str]) -> Any:
+class ArgumentMagic(Protocol):
+    """A magic method under ``@magic_arguments()``: its docstring and parser hold its options."""
+
+    __doc__: str | None
+    parser: argparse.ArgumentParser
+
+
+def parse(magic: object, line: str | list[str]) -> argparse.Namespace | MagicHelp:
     """The magic's parsed options (from its line, or its words), or its ``MagicHelp`` when they ask for
-    ``--help``."""
+    ``--help``. ``magic`` is an ``ArgumentMagic``, which IPython's unannotated decorators cannot say."""
     words = _words(line) if isinstance(line, str) else line
     options = words[: words.index("--")] if "--" in words else words
+    described = cast(ArgumentMagic, magic)
     if "-h" in options or "--help" in options:
-        return MagicHelp(inspect.cleandoc(magic.__doc__ or ""))  # magic_arguments put the options in it
-    return magic.parser.parse_args(options)
+        return MagicHelp(inspect.cleandoc(described.__doc__ or ""))  # magic_arguments put the options in it
+    return described.parser.parse_args(options)
 
 
 @magics_class
@@ -168,10 +187,17 @@ class McpMagics(Magics, Configurable):
                     help="approval policy of new sessions: prompt, auto or deny")  # fmt: skip
     max_rows = Int(50, config=True, help="rows shown by %mcp_sessions and %mcp_log")
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         Configurable.__init__(self, config=shell.config)
         Magics.__init__(self, shell=shell)
-        self.shell.configurables.append(self)
+        # IPython's annotations make configurables a list of shells; it holds every Configurable of the shell.
+        shell.configurables.append(self)  # type: ignore[arg-type]
+
+    @property
+    def _shell(self) -> InteractiveShell:
+        """``self.shell``, which ``Magics`` allows to be None: these magics are made with their shell."""
+        assert self.shell is not None
+        return self.shell
 
     # --- sessions ----------------------------------------------------------------------------
 
@@ -208,7 +234,7 @@ class McpMagics(Magics, Configurable):
         ``{expression}`` and ``$name`` are expanded from the notebook's variables, as in other magics, one
         word at a time: a value with spaces (a Python path) stays one argument.
         """
-        words = [self.shell.var_expand(word, depth=2) for word in _words(line)]
+        words = [self._shell.var_expand(word, depth=2) for word in _words(line)]
         args = parse(self.mcp_connect, words)
         if isinstance(args, MagicHelp):
             return args
@@ -225,7 +251,7 @@ class McpMagics(Magics, Configurable):
         display(plain_bundle(f"{session.catalog.summary} — %mcp_catalog {session.name} shows the tools"), raw=True)
         return session
 
-    def _config(self, args: Any, command: list[str]) -> ServerConfig:
+    def _config(self, args: argparse.Namespace, command: list[str]) -> ServerConfig:
         timeout = args.timeout if args.timeout is not None else self.timeout
         if args.config:
             if command or args.url:
@@ -261,7 +287,7 @@ class McpMagics(Magics, Configurable):
             timeout=timeout,
         )
 
-    def _config_from_file(self, args: Any) -> ServerConfig:
+    def _config_from_file(self, args: argparse.Namespace) -> ServerConfig:
         """The file's entry; its timeout is ``--timeout`` if given, else the entry's own, else
         ``McpMagics.timeout``."""
         servers = load_servers(args.config, default_timeout=self.timeout)
@@ -291,10 +317,11 @@ class McpMagics(Magics, Configurable):
             else:
                 registry.get(args.name).close("closed with %mcp_disconnect")
                 print(f"Closed session '{args.name}'.")
+        return None
 
     @line_magic
     @magic_arguments()
-    def mcp_sessions(self, line: str) -> Any:
+    def mcp_sessions(self, line: str) -> pd.DataFrame | MagicHelp | None:
         """The open sessions as a DataFrame: ``%mcp_sessions`` (with none open, a line that says so)."""
         import pandas as pd
 
@@ -328,7 +355,7 @@ class McpMagics(Magics, Configurable):
     @magic_arguments()
     @argument("name", help="the session")
     @argument("--refresh", action="store_true", help="list the tools again (after tools/list_changed)")
-    def mcp_catalog(self, line: str) -> Any:
+    def mcp_catalog(self, line: str) -> Catalog | MagicHelp:
         """The session's tools with PurrA's verdicts: ``%mcp_catalog NAME [--refresh]``."""
         args = parse(self.mcp_catalog, line)
         if isinstance(args, MagicHelp):
@@ -353,7 +380,7 @@ class McpMagics(Magics, Configurable):
     @argument("--scope-id", metavar="S", help="the scope a write's approvals are bound to")
     @argument("--scope-revision", metavar="R", help="the revision of that scope")
     @argument("--assume-read-only", action="store_true", help="declare read a tool its server marks as a write")
-    def mcp_bind(self, line: str) -> Any:
+    def mcp_bind(self, line: str) -> dict[str, Any] | MagicHelp:
         """Bind a tool through purra-mcp.
 
         Usage::
@@ -403,7 +430,9 @@ class McpMagics(Magics, Configurable):
     @argument("--yes", action="store_true", help="approve this call in code (logged as such)")
     @argument("--timeout", type=float, help="seconds for this call (at most 300)")
     @argument("--args", metavar="VARIABLE", help="take the arguments from a dict in a notebook variable")
-    def mcp_call(self, line: str, cell: str | None = None) -> Any:
+    def mcp_call(
+        self, line: str, cell: str | None = None
+    ) -> Envelope | RawResult | PendingCall | SchemaForm | MagicHelp:
         """Call a tool; nothing is sent before the call is approved.
 
         Usage::
@@ -437,9 +466,9 @@ class McpMagics(Magics, Configurable):
                                 timeout=args.timeout)  # fmt: skip
 
     def _variable(self, name: str, kind: type | tuple[type, ...] = dict, what: str = "a dict of arguments") -> Any:
-        if name not in self.shell.user_ns:
+        if name not in self._shell.user_ns:
             raise UsageError(f"{INVALID_ARGUMENTS}: no variable named '{name}' in the notebook.")
-        value = self.shell.user_ns[name]
+        value = self._shell.user_ns[name]
         if not isinstance(value, kind):
             raise UsageError(f"{INVALID_ARGUMENTS}: '{name}' must hold {what}.")
         return value
@@ -454,7 +483,7 @@ class McpMagics(Magics, Configurable):
     @argument("--raw", action="store_true", help="raw MCP calls, for tools outside the PurrA profile")
     @argument("--yes", action="store_true", help="approve the batch in code (logged as such)")
     @argument("--timeout", type=float, help="seconds for each call (at most 300)")
-    def mcp_evaluate(self, line: str) -> Any:
+    def mcp_evaluate(self, line: str) -> pd.DataFrame | PendingCall | MagicHelp:
         """Call a tool once per row, behind one approval for the batch; returns a DataFrame.
 
         Usage::
@@ -479,7 +508,7 @@ class McpMagics(Magics, Configurable):
     @line_magic
     @magic_arguments()
     @argument("name", help="the session")
-    def mcp_log(self, line: str) -> Any:
+    def mcp_log(self, line: str) -> SessionLog | MagicHelp:
         """The session's event log (connect, list, bind, approvals, calls, stderr, close ...): its last rows
         (``McpMagics.max_rows``); ``s.log.to_frame()`` has them all as a DataFrame."""
         args = parse(self.mcp_log, line)

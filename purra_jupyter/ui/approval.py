@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 from traitlets import dlink
@@ -34,6 +34,10 @@ from .records import (
     state_word,
 )
 
+if TYPE_CHECKING:
+    from ..calls import CallPlan
+    from ..evaluate import Batch
+
 HINTS_LABEL = "server hints — grant no authority"
 SERVER_TITLE_LABEL = "the server's title"
 SERVER_DESCRIPTION_LABEL = "the server's description"
@@ -43,7 +47,7 @@ class PendingCall(Call):
     """A call waiting for a decision; displays as the approval widget, and its output becomes the call's
     static record (decision and result) once it settled. ``result`` is set once decided."""
 
-    def __init__(self, job: Any) -> None:
+    def __init__(self, job: CallPlan | Batch) -> None:
         super().__init__(job)
         self.widget = ApprovalWidget(self)
         self._outputs = [LiveOutput()]  # its own, and a form's when it reviewed this call
@@ -60,7 +64,7 @@ class PendingCall(Call):
     def _ipython_display_(self) -> None:
         self._outputs[0].show(self._repr_mimebundle_())
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
         if self.state in SETTLED:
             return record_bundle(self)
         bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
@@ -138,7 +142,7 @@ def _status_html(call: Call, running: str = "") -> str:
     return f"<span class='purra-approval-state'>{escape(state_word(call))}</span>{elapsed}"
 
 
-def _counts_html(job: Any) -> str:
+def _counts_html(job: Batch) -> str:
     counts = f"sent {job.sent} · done {job.finished} · failed {job.failed} of {job.progress_total}"
     return f"<span class='purra-approval-counts'>{escape(counts)}</span>"
 

@@ -153,7 +153,8 @@ def _paste(wake: _Wake) -> str | None:
         raise
     except (StdinNotImplementedError, OSError, EOFError):
         wake.prompted = False
-        return _wait_interruptibly(wake)
+        _wait_interruptibly(wake)
+        return None
 
 
 def _wait_interruptibly(wake: _Wake) -> None:

@@ -10,9 +10,9 @@ with ``jsonschema`` against their own schema, read as data (``raw_schema``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 from IPython.display import display
@@ -23,6 +23,9 @@ from ..markup import ERROR_COLOR
 from ..raw_schema import Check
 from .approval import PendingCall
 from .records import LiveOutput, bundle_of, plain_bundle
+
+if TYPE_CHECKING:
+    from purra_mcp import McpToolLimits
 
 UNSET_LABEL = "(not set)"
 LABEL_WIDTH = "12em"
@@ -39,6 +42,9 @@ class FieldError(ValueError):
 
 class Field:
     """One schema node: a widget, its value (or ``_UNSET``) and a place for its error."""
+
+    widget: widgets.Widget  # what the form shows for the node, made by each kind of field
+    remove_button: widgets.Button  # an array row's only: removes the row
 
     def __init__(self, schema: Mapping[str, Any], path: str, label: str, required: bool, form: SchemaForm) -> None:
         self.schema = schema
@@ -94,10 +100,12 @@ class NumberField(Field):
                 raise FieldError(self.path, "required")
             return _UNSET
         try:
-            number = int(text) if self.integer else float(text)
+            if self.integer:
+                return int(text)
+            number = float(text)
         except ValueError:
             raise FieldError(self.path, "not an integer" if self.integer else "not a number") from None
-        return int(number) if not self.integer and number.is_integer() and "." not in text else number
+        return int(number) if number.is_integer() and "." not in text else number
 
 
 class BooleanField(Field):
@@ -199,7 +207,7 @@ class ArrayField(Field):
         row = build_field(self.items, f"{self.path}[{len(self.rows)}]", f"[{len(self.rows)}]", True, self.form)
         remove = widgets.Button(description="remove", icon="minus")
         remove.on_click(lambda _: self.remove_row(row))
-        row.remove_button = remove  # type: ignore[attr-defined]
+        row.remove_button = remove
         self.rows.append(row)
         if self.include is not None:
             self.include.value = True
@@ -211,7 +219,7 @@ class ArrayField(Field):
         self._redraw()
 
     def _redraw(self) -> None:
-        self.rows_box.children = [widgets.HBox([row.widget, row.remove_button]) for row in self.rows]  # type: ignore[attr-defined]
+        self.rows_box.children = [widgets.HBox([row.widget, row.remove_button]) for row in self.rows]
         self.form.reindex()
         self.form.changed()
 
@@ -263,7 +271,7 @@ def build_field(schema: Mapping[str, Any], path: str, label: str, required: bool
         return UnionField(*args, branches=[{**schema, "type": one} for one in kind])
     if "enum" in schema or "const" in schema:
         return ChoiceField(*args)
-    field_class = {
+    field_classes: dict[Hashable, type[Field]] = {  # by the schema's type, whatever the server wrote there
         "object": ObjectField,
         "array": ArrayField,
         "string": TextField,
@@ -271,8 +279,8 @@ def build_field(schema: Mapping[str, Any], path: str, label: str, required: bool
         "integer": NumberField,
         "boolean": BooleanField,
         "null": NullField,
-    }.get(kind, JsonField)
-    return field_class(*args)
+    }
+    return field_classes.get(kind, JsonField)(*args)
 
 
 class SchemaForm(widgets.VBox):
@@ -319,13 +327,20 @@ class SchemaForm(widgets.VBox):
 
     def arguments(self) -> dict[str, Any] | None:
         """The arguments as they stand, if they fit the contract; else ``None`` (the reason is shown)."""
+        value: dict[str, Any]  # an object once the check passed (a tool's input schema is one)
         try:
-            value = _parse_json(self.editor.value, "$", True) if self.editor is not None else self.root.value()
+            if self.editor is not None:
+                value = _parse_json(self.editor.value, "$", True)
+            else:
+                assert self.root is not None  # a form without an editor has its fields
+                value = self.root.value()
         except FieldError as error:
-            return self._refuse(error.path, str(error))
+            self._refuse(error.path, str(error))
+            return None
         found = self.check(value)
         if found is not None:
-            return self._refuse(found.path, found.problem)
+            self._refuse(found.path, found.problem)
+            return None
         self._show_problem(None, "")
         return value
 
@@ -339,14 +354,13 @@ class SchemaForm(widgets.VBox):
 
     def _refuse(self, path: str, problem: str) -> None:
         self._show_problem(path, problem)
-        return None
 
     def _show_problem(self, path: str | None, problem: str) -> None:
         """One place for the problem: in words next to its field once a person edited it (the path and the
         contract's keyword as a hint on hover), else as a quiet line saying what Review waits for."""
         self.problem_path = path
-        for field in self.fields.values():
-            field.error.value = ""
+        for each in self.fields.values():
+            each.error.value = ""
         self.problem.value = ""
         if path is None:
             return
@@ -367,17 +381,19 @@ class ToolForm(SchemaForm):
     """A tool's form, shown with one output below it for the call it reviewed: the approval widget while
     pending, then that call's record (see ``records``), so the saved notebook keeps the reviewed call."""
 
-    def __init__(self, tool: ToolVerdict, *, limits: Any, review: Callable[[dict[str, Any], bool], Any]) -> None:
+    def __init__(
+        self, tool: ToolVerdict, *, limits: McpToolLimits, review: Callable[[dict[str, Any], bool], object]
+    ) -> None:
         self.raw = not tool.callable
         self.tool = tool
-        self.pending: Any = None  # what the last review gave: a PendingCall, or a result
+        self.pending: object = None  # what the last review gave: a PendingCall, or a result
         self.reviewed = LiveOutput()
         self._review = review
         super().__init__(tool.input_schema, argument_checker(tool.input_schema, raw=self.raw, limits=limits),
                          editor=self.raw)  # fmt: skip
         self.review_button.on_click(lambda _: self.review())
 
-    def review(self) -> Any:
+    def review(self) -> object:
         """Propose the call the form holds (what "Review call" does); a call this form proposed before and
         nobody decided is denied, so that only the new one can be approved."""
         arguments = self.arguments()
@@ -401,7 +417,9 @@ class ToolForm(SchemaForm):
         self.reviewed.show(plain_bundle("no call reviewed yet"))
 
 
-def tool_form(tool: ToolVerdict, *, limits: Any, review: Callable[[dict[str, Any], bool], Any]) -> ToolForm:
+def tool_form(
+    tool: ToolVerdict, *, limits: McpToolLimits, review: Callable[[dict[str, Any], bool], object]
+) -> ToolForm:
     """A form for ``tool``'s arguments; "Review call" shows what ``review(arguments, raw)`` returns (the
     approval widget, or the result when the session's policy decided) below it. A tool outside the profile
     gets a JSON editor and a raw call."""
@@ -455,9 +473,10 @@ _EMPTY = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": []
 
 def required_template(schema: Mapping[str, Any]) -> dict[str, Any]:
     """What a JSON editor starts with: the schema's required keys, each with an empty value of its type."""
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    listed = schema.get("properties")
+    properties: Mapping[str, Any] = listed if isinstance(listed, dict) else {}
     required = [key for key in schema.get("required") or [] if isinstance(key, str)]
-    template = {}
+    template: dict[str, Any] = {}
     for key in required:
         kind = (properties.get(key) or {}).get("type") if isinstance(properties.get(key), dict) else None
         template[key] = _EMPTY.get(kind if isinstance(kind, str) else "string", "")

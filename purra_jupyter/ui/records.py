@@ -75,7 +75,7 @@ def plain_bundle(text: str) -> dict[str, str]:
     return {TEXT_PLAIN: text, TEXT_HTML: pre(text)}
 
 
-def bundle_of(item: Any) -> dict[str, Any]:
+def bundle_of(item: object) -> dict[str, Any]:
     """A MIME bundle for one of the things a record holds (our results, a summary, a DataFrame)."""
     if hasattr(item, "_repr_mimebundle_"):
         return dict(item._repr_mimebundle_())

@@ -7,7 +7,6 @@ holds the last state, readable without a kernel. Placed in a layout, it is an ``
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 import ipywidgets as widgets
 
@@ -34,7 +33,7 @@ class SessionStatus(widgets.HTML):
         self._redraw()
         self.add_class("purra-status")
 
-    def _redraw(self, change: Any = None) -> None:
+    def _redraw(self, change: object = None) -> None:
         connection, catalog = self.connection, self.bindings.catalog
         tools = f"{len(catalog)} tools, {sum(t.callable for t in catalog.tools)} callable"
         bound = ", ".join(tool.bound_label for tool in catalog.tools if tool.bound_as) or "none"
