@@ -229,5 +229,7 @@ async def _sdk_stdio(config: ServerConfig, errlog: IO[bytes]) -> AsyncIterator[S
 
     env = dict(config.env) if config.env is not None else None
     params = StdioServerParameters(command=config.command or "", args=list(config.args), env=env, cwd=config.cwd)
+    # The SDK annotates errlog as TextIO but only hands it to the child process as its stderr, which a binary
+    # file (the kit reads the server's bytes itself) serves as well.
     async with stdio_client(params, errlog=errlog) as streams:  # type: ignore[arg-type]
         yield streams
