@@ -93,6 +93,7 @@ EVENT_CLOSE = "close"
 # Transports.
 STDIO = "stdio"
 HTTP = "http"
+MEMORY = "memory"  # an MCP server object in the kernel's own process
 
 # MIME types our JupyterLab extension renders.
 CATALOG_MIME = "application/vnd.purra.catalog+json"
