@@ -11,6 +11,7 @@ never raise: they come back with an ``error_code``; so does a failure of the hos
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from collections.abc import Mapping
@@ -51,6 +52,7 @@ from .wire import (
     HOST_ERROR,
     INTERRUPTED,
     INVALID_ARGUMENTS,
+    KIT_ERROR,
     NOT_STARTED,
     PENDING,
     PROTOCOL_ERROR,
@@ -241,16 +243,14 @@ def refusal(plan: CallPlan) -> Result | None:
 
 
 async def send(plan: CallPlan, cancel: CancelToken | None = None) -> Result:
-    """Send an approved call on the loop and return its result, recorded; never raises. A timeout, a lost
-    connection or ``cancel`` ends it with that code (the server is told to cancel it); a failure of the
-    host's own code ends it with ``mcp_host_error``."""
+    """Send an approved call on the loop and return its result, recorded. A timeout, a lost connection or
+    ``cancel`` ends it with that code (the server is told to cancel it); a failure of the host's own code (a
+    scope validator) ends it with ``mcp_host_error``. Only a bug of the kit raises."""
     started = time.perf_counter()
     try:
         result = await plan.connection.run(lambda client: _execute(plan, client), plan.timeout, cancel)
     except McpSessionError as error:
         result = plan.fail(error.code, error.message, ms_since(started), error.server_text)
-    except Exception as error:  # the kit's own code failed: still this call's result, with a code
-        result = plan.fail(HOST_ERROR, f"the kit failed: {error.__class__.__name__}: {error}", ms_since(started))
     return record(plan, result)
 
 
@@ -479,8 +479,12 @@ class Call(HasTraits):
     async def _run(self) -> None:
         try:
             result = await self.job.run(self._cancel)
-        except Exception as error:  # a bug below: the call still settles, with a code
-            result = self.job.failure(HOST_ERROR, f"the kit failed: {error.__class__.__name__}: {error}")
+        except Exception as error:  # a bug of the kit: the call settles all the same, and the error is raised
+            kind = runner.leaf_exception(error).__class__.__name__
+            self._settle(DONE, self.job.failure(KIT_ERROR, f"a bug in purra-jupyter ({kind}); its traceback is "
+                                                 "raised where the call is waited for, and logged"))  # fmt: skip
+            logging.getLogger("purra_jupyter").exception("a call of %s failed", self.connection.name)
+            raise
         except BaseException:  # the loop cancels this task (interpreter exit)
             self._settle(DONE, self.job.failure(INTERRUPTED, "the call was cancelled when the loop stopped"))
             raise

@@ -18,6 +18,10 @@ from .errors import KEPT_APART, SERVER_TEXT_NOTE, McpSessionError
 from .tracking import Deadline
 from .wire import CONNECT_FAILED, CONNECTION_CLOSED, PROTOCOL_ERROR, STDIO, TIMEOUT, TRANSPORT_ERROR
 
+# What else the SDK's client and anyio's streams raise for what a server did: pydantic's ValidationError and
+# JSONDecodeError are ValueErrors, a pipe's errors OSErrors, ``ClientSession.initialize``'s refusal of a protocol
+# version a RuntimeError. Anything else that reaches ``translate`` is a bug of the kit.
+SDK_RAISES = (ValueError, OSError, RuntimeError)
 FAILURE_STDERR_LINES = 20  # the last of the server's stderr lines a failure carries as its server_text
 STDERR_NOTE = f"The server's last stderr lines are {KEPT_APART}."
 
@@ -65,14 +69,15 @@ def offending_line(error: Exception, scrub: Scrubber) -> str:
 def translate(exc: BaseException, speaker: Speaker, *, connecting: bool, deadline: Deadline | None) -> McpSessionError:
     """Map one failure to a code and a message (most specific first) that names only what the kit knows; what the
     server said goes to ``server_text``, scrubbed before it is cut. HTTP failures never get here: the HTTP
-    transport reports each as its request's ``Failure``."""
+    transport reports each as its request's ``Failure``. An exception that neither the SDK, anyio nor purra-mcp
+    raises for what a server did is a bug of the kit: it is raised again, with its traceback."""
     from mcp import types
     from mcp.shared.exceptions import McpError
-    from purra_mcp import McpAdapterError
+    from purra.errors import CodedAgentCoreError  # purra-mcp's McpAdapterError, and purra's own (a contract's)
 
     name = speaker.name
     hint = speaker.hint
-    if isinstance(exc, McpAdapterError):
+    if isinstance(exc, CodedAgentCoreError):
         what = _ADAPTER_MESSAGES.get(exc.code, "purra-mcp refused the operation")
         return McpSessionError(exc.code, f"Server '{name}': {what}.{hint if exc.code == TIMEOUT else ''}")
     if isinstance(exc, TimeoutError):
@@ -105,6 +110,8 @@ def translate(exc: BaseException, speaker: Speaker, *, connecting: bool, deadlin
         return McpSessionError(
             CONNECT_FAILED, f"Could not start {speaker.config.command!r} for '{name}': {exc.strerror or exc}."
         )
+    if not isinstance(exc, SDK_RAISES):  # a bug of the kit: raised as it is, with its traceback
+        raise exc
     code = CONNECT_FAILED if connecting else TRANSPORT_ERROR
     what = "an answer the MCP SDK cannot read" if isinstance(exc, ValueError) else "a failure"
     return McpSessionError(

@@ -9,7 +9,8 @@ import pytest
 from conftest import wait_until
 
 import purra_jupyter as pj
-from purra_jupyter import runner
+from purra_jupyter import calls, runner
+from purra_jupyter.bindings import Bindings
 from purra_jupyter.demo.server import BASE_TOOL_NAMES, build_server
 
 
@@ -133,3 +134,31 @@ def test_calls_and_batches_change_state_on_the_loop_thread_only_whoever_decides(
         assert changes.off_loop() == []
     finally:
         session.close()
+
+
+class BuggyPlan:
+    """A real call plan whose sending meets a bug: what a defect in the kit's own code does to a call."""
+
+    def __init__(self, plan: calls.CallPlan) -> None:
+        self._plan = plan
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._plan, name)
+
+    async def run(self, cancel: Any) -> Any:
+        raise KeyError("a row the kit forgot")
+
+
+def test_a_bug_of_the_kit_settles_the_call_with_mcp_kit_error_and_raises_with_its_traceback() -> None:
+    with pj.connect(memory_config(), approval="auto") as session:
+        plan = calls.plan_call(
+            session.connection, Bindings(session.connection, session.catalog), "echo", {"text": "x"}, raw=True,
+            timeout=None,
+        )  # fmt: skip
+        call = calls.Call(BuggyPlan(plan))
+        with pytest.raises(KeyError) as raised:
+            calls.decide(call, approve=True, policy="auto")
+        assert raised.value.__traceback__ is not None
+        assert (call.state, call.result.error_code) == ("done", "mcp_kit_error")
+        assert "a bug in purra-jupyter (KeyError)" in call.result.message
+        assert session.call("echo", {"text": "after"}).structured == {"text": "after"}  # the session goes on
