@@ -291,7 +291,7 @@ async def _execute(plan: CallPlan, client: ClientSession) -> Result:
     )  # fmt: skip
 
 
-async def _call_raw(plan: CallPlan, client: ClientSession) -> RawResult:
+async def _call_raw(plan: CallPlan, client: ClientSession) -> Result:
     from mcp import types
     from mcp.shared.exceptions import McpError
 
@@ -573,9 +573,9 @@ def arguments_digest(arguments: Any) -> str:
     from purra.structured import json_identity_digest
 
     try:
-        return json_identity_digest(arguments)
+        return str(json_identity_digest(arguments))
     except (TypeError, ValueError):
-        return json_identity_digest({"json": json.dumps(arguments, sort_keys=True)})
+        return str(json_identity_digest({"json": json.dumps(arguments, sort_keys=True)}))
 
 
 def _argument_problem(plan: CallPlan) -> tuple[str, str] | None:

@@ -17,9 +17,11 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Future
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, TypeVar
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -180,7 +182,7 @@ def message_bytes(limits: McpToolLimits | None) -> int:
     that. Before the limits are known (a stdio server starts first), purra-mcp's defaults'."""
     if limits is None:
         return DEFAULT_MESSAGE_BYTES
-    return 4 * max(limits.max_catalog_bytes, limits.max_result_bytes)
+    return 4 * max(int(limits.max_catalog_bytes), int(limits.max_result_bytes))
 
 
 class Connection(HasTraits):
@@ -196,7 +198,7 @@ class Connection(HasTraits):
         super().__init__()
         self.config = config
         self.link = transport
-        self.limits = limits
+        self._limits = limits
         self.scrub = Scrubber(config.secrets)
         self.log = SessionLog(self.scrub)
         self.requests = RequestTracker(
@@ -243,6 +245,13 @@ class Connection(HasTraits):
         return self._monitor
 
     @property
+    def limits(self) -> McpToolLimits:
+        """purra-mcp's limits of this connection (known once ``open`` has imported purra-mcp)."""
+        if self._limits is None:
+            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' was never opened.")
+        return self._limits
+
+    @property
     def revision(self) -> int:
         """purra-mcp's catalog revision: how many ``tools/list_changed`` the server has sent."""
         return self._monitor.revision if self._monitor is not None else 0
@@ -272,7 +281,7 @@ class Connection(HasTraits):
         if failure is not None:  # raised here, outside the handler: its chain holds nothing the server said
             runner.on_loop(self._connect_failed, f"connect failed: {failure}")
             raise failure
-        self.protocol_version = result.protocolVersion
+        self.protocol_version = str(result.protocolVersion)
         self.server_info = result.serverInfo.model_dump(mode="json", exclude_none=True)
         self.capabilities = result.capabilities.model_dump(mode="json", exclude_none=True)
         self.log.add(EVENT_INITIALIZE, f"protocol {self.protocol_version}, server {self.server_label}")
@@ -296,7 +305,7 @@ class Connection(HasTraits):
             note=self.log.add,
             request_failed=self._request_failed,
             session_ended=self._fail,
-            max_message_bytes=lambda: message_bytes(self.limits),
+            max_message_bytes=lambda: message_bytes(self._limits),
             grace=self._ending_grace,
             persons_turn=self.requests.persons_turn,
         )
@@ -307,13 +316,14 @@ class Connection(HasTraits):
         started = time.monotonic()
         async with AsyncExitStack() as stack:
             read, write = await stack.enter_async_context(self.link.open(self._context()))  # a server starts first
-            self._monitor, self.limits = await load_client(self.config, self.limits, deadline, started)
+            self._monitor, self._limits = await load_client(self.config, self._limits, deadline, started)
             from mcp import ClientSession
 
             watched = _WatchedStream(read, self._stream_ended)
             recording = _RecordingStream(write, self.requests.sent)
+            # (ClientSession reads and writes any anyio object stream; its annotation names the memory streams)
             client = await stack.enter_async_context(
-                ClientSession(watched, recording, message_handler=self._on_message)
+                ClientSession(cast(Any, watched), cast(Any, recording), message_handler=self._on_message)
             )
             client.add_response_router(self.requests)
             tasks = await stack.enter_async_context(anyio.create_task_group())
@@ -437,7 +447,7 @@ class Connection(HasTraits):
         """Run ``func(client)`` on the loop (see ``run``) and wait; a kernel interrupt cancels it on the server
         and raises ``mcp_interrupted``."""
         token = cancel or CancelToken()
-        future = runner.submit(self.run, func, timeout, token)
+        future: Future[T] = runner.submit(self.run, func, timeout, token)
         return runner.wait(future, on_interrupt=token.interrupt)
 
     def reauthorize(self) -> None:
@@ -473,7 +483,7 @@ class Connection(HasTraits):
         token = _connection_var.set(self)
         failure: McpSessionError | None = None
         try:
-            return await self.requests.run(lambda: func(client), deadline, cancel=cancel, translate=self._translated)
+            return await self.requests.run(partial(func, client), deadline, cancel=cancel, translate=self._translated)
         except McpSessionError as error:
             failure = self._with_stderr(error)
         finally:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from traitlets import HasTraits, Int
@@ -277,7 +277,9 @@ class Batch(HasTraits):
             columns["passed"] = [passed for passed, _ in verdicts]
             columns["check_message"] = [message for _, message in verdicts]
         inputs = self.frame.rename(columns=lambda c: f"arg:{c}" if c in columns else c)
-        results_frame = pd.DataFrame({k: pd.Series(v, dtype=_DTYPES.get(k, object)) for k, v in columns.items()})
+        results_frame = pd.DataFrame(
+            {k: pd.Series(v, dtype=cast(Any, _DTYPES.get(k, object))) for k, v in columns.items()}
+        )
         out = pd.concat([inputs, results_frame.set_axis(self.frame.index)], axis=1)
         out.attrs["summary"] = self._summary(results, columns)
         return out
@@ -335,13 +337,13 @@ def input_rows(rows: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     if isinstance(rows, pd.DataFrame):
         frame = _deep_copy(rows)
         records = frame.to_dict(orient="records")
-        return frame, [{k: v for k, v in record.items() if not _missing(v)} for record in records]
+        return frame, [{str(k): v for k, v in record.items() if not _missing(v)} for record in records]
     if isinstance(rows, Mapping) or isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
         raise McpSessionError(CONFIG_INVALID, "rows must be a DataFrame or a list of argument dicts.")
-    arguments = [dict(row) if isinstance(row, Mapping) else None for row in rows]
-    if None in arguments:
+    given = list(rows)
+    if not all(isinstance(row, Mapping) for row in given):
         raise McpSessionError(CONFIG_INVALID, "rows must be a DataFrame or a list of argument dicts.")
-    arguments = [_copied(row) for row in arguments]
+    arguments: list[dict[str, Any]] = [_copied(dict(row)) for row in given]
     # nullable dtypes: an integer argument some rows leave out stays an integer column, with <NA> there
     frame = pd.DataFrame(arguments, index=pd.RangeIndex(len(arguments)))  # (the arguments are the batch's own)
     return frame.convert_dtypes(), arguments

@@ -101,8 +101,8 @@ def translate(exc: BaseException, speaker: Speaker, *, connecting: bool, deadlin
         )
     if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
         # The transport's streams are gone: the server exited or the connection dropped.
-        code = CONNECT_FAILED if connecting else CONNECTION_CLOSED
-        return McpSessionError(code, f"Server '{name}' closed the connection.{hint}")
+        closed = CONNECT_FAILED if connecting else CONNECTION_CLOSED
+        return McpSessionError(closed, f"Server '{name}' closed the connection.{hint}")
     if isinstance(exc, OSError) and connecting and speaker.kind == STDIO:
         cwd = speaker.config.cwd
         if cwd is not None and not os.path.isdir(cwd):
@@ -112,10 +112,10 @@ def translate(exc: BaseException, speaker: Speaker, *, connecting: bool, deadlin
         )
     if not isinstance(exc, SDK_RAISES):  # a bug of the kit: raised as it is, with its traceback
         raise exc
-    code = CONNECT_FAILED if connecting else TRANSPORT_ERROR
+    failed = CONNECT_FAILED if connecting else TRANSPORT_ERROR
     what = "an answer the MCP SDK cannot read" if isinstance(exc, ValueError) else "a failure"
     return McpSessionError(
-        code,
+        failed,
         f"Server '{name}': {what} ({exc.__class__.__name__}). {SERVER_TEXT_NOTE}{hint}",
         server_text=speaker.scrub.words(str(exc)),
     )

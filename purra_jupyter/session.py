@@ -429,10 +429,11 @@ def transport_for(config: ServerConfig) -> Transport:
         return MemoryTransport(cast("Server[Any, Any]", config.server))
     from .http_transport import StreamableHttpTransport
 
-    ask = None
     if config.oauth is not None and config.oauth.authorize is None:
         from .ui.authorization import ask
-    return StreamableHttpTransport(config, ask)
+
+        return StreamableHttpTransport(config, ask)
+    return StreamableHttpTransport(config)
 
 
 async def _first_catalog(connection: Connection, client: Any) -> Catalog:
