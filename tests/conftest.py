@@ -168,6 +168,20 @@ def demo_config(name: str = "demo", **kwargs: object) -> pj.ServerConfig:
     return pj.ServerConfig(name, command=sys.executable, args=["-m", "purra_jupyter.demo"], **kwargs)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "process: the test needs the demo server's own process (it reads its stderr)")
+
+
+def demo_for(request: pytest.FixtureRequest, name: str = "demo") -> pj.ServerConfig:
+    """The demo server for a test of the core: a fresh server object in this process, reached in memory (what is
+    tested is the kit, not a pipe), or its own process over stdio for a test marked ``process``."""
+    if request.node.get_closest_marker("process") is not None:
+        return demo_config(name)
+    from purra_jupyter.demo.server import build_server
+
+    return pj.ServerConfig(name, server=build_server())
+
+
 def raw_config(name: str, *args: str, **kwargs: object) -> pj.ServerConfig:
     return pj.ServerConfig(name, command=sys.executable, args=[str(SERVERS / "raw_server.py"), *args], **kwargs)
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import demo_config, wait_until
+from conftest import demo_for, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.ui.approval import HINTS_LABEL, PendingCall
 
 
 @pytest.fixture
-def demo() -> Iterator[pj.McpSession]:
-    with pj.connect(demo_config()) as session:
+def demo(request: pytest.FixtureRequest) -> Iterator[pj.McpSession]:
+    with pj.connect(demo_for(request)) as session:
         yield session
 
 
@@ -128,6 +128,7 @@ def test_the_status_widget_follows_the_session_with_no_cell_running(demo: pj.Mcp
     assert "closed" in status.value
 
 
+@pytest.mark.process
 def test_cancel_on_a_running_call_stops_it_on_the_server(demo: pj.McpSession) -> None:
     pending = demo.call("sleep", {"seconds": 30})
     assert pending.widget.cancel_button.disabled  # nothing runs before the approval

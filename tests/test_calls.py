@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import demo_config, raw_config, unsafe_markup, wait_until
+from conftest import demo_config, demo_for, raw_config, unsafe_markup, wait_until
 from mcp import types
 from purra.contracts import ToolPolicy
 from purra_mcp import McpToolBinding, discover_mcp_tools
@@ -32,8 +32,8 @@ EMPTY = {"text": [], "structured": None}
 
 
 @pytest.fixture
-def demo() -> Iterator[pj.McpSession]:
-    with pj.connect(demo_config()) as session:
+def demo(request: pytest.FixtureRequest) -> Iterator[pj.McpSession]:
+    with pj.connect(demo_for(request)) as session:
         yield session
 
 
@@ -206,6 +206,7 @@ def test_local_names_and_the_call_log(demo: pj.McpSession) -> None:
     assert any("approved in code" in row.detail for row in demo.log.events("approval"))
 
 
+@pytest.mark.process
 def test_interrupt_during_a_call_returns_mcp_interrupted_and_the_session_survives(demo: pj.McpSession) -> None:
     demo.bind("sleep")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import demo_config, interrupt_when, wait_until
+from conftest import demo_config, demo_for, interrupt_when, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.envelope import Envelope, RawResult
@@ -23,8 +23,8 @@ NA = pd.NA
 
 
 @pytest.fixture
-def demo() -> Iterator[pj.McpSession]:
-    with pj.connect(demo_config()) as session:
+def demo(request: pytest.FixtureRequest) -> Iterator[pj.McpSession]:
+    with pj.connect(demo_for(request)) as session:
         yield session
 
 
@@ -160,6 +160,7 @@ def test_concurrency_is_honoured_the_server_sees_at_most_n_calls_in_flight(concu
         assert seen["max_in_flight"] > 1 or concurrency == 1
 
 
+@pytest.mark.process
 def test_an_interrupt_stops_the_batch_and_keeps_the_finished_rows(demo: pj.McpSession) -> None:
     rows = [{"seconds": 0}, {"seconds": 0}, {"seconds": 30}, {"seconds": 0}, {"seconds": 0}]
     with interrupt_when(lambda: "sleep: 30" in demo.stderr, "the server to start the long row") as sent_at:
@@ -262,6 +263,7 @@ def test_deny_policy_timeouts_empty_batches_and_the_raw_path(demo: pj.McpSession
         assert server_counts(denied)["counts"] == {}
 
 
+@pytest.mark.process
 def test_stop_on_a_running_batch_keeps_finished_rows_and_sends_nothing_more(demo: pj.McpSession) -> None:
     demo.bind("sleep", concurrency_safe=True)
     rows = [{"seconds": 0}] * 2 + [{"seconds": 30}] * 2 + [{"seconds": 0}] * 4
