@@ -38,8 +38,15 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.write_line(str(shot))
 
 
-def wait_until(condition: Callable[[], object], *, timeout: float = 10.0, what: str = "condition") -> object:
-    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
+# The one bound a test puts on how long something takes: a guard against a hang, not a speed claim (how fast
+# things are is measured in bench/). Generous, since the machine may be busy with other work: a wait for
+# something that should take a second or two, or start a process, fails only after this long.
+HANG_GUARD = 30.0  # seconds
+
+
+def wait_until(condition: Callable[[], object], *, timeout: float = HANG_GUARD, what: str = "condition") -> object:
+    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds (a deadline against a
+    hang: a condition that holds ends the wait at once)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
@@ -81,6 +88,25 @@ def descendants(widget: Any) -> Iterator[Any]:
     yield widget
     for child in getattr(widget, "children", ()) or ():
         yield from descendants(child)
+
+
+def open_fds() -> set[tuple[int, str]]:
+    """This process's open file descriptors, each with what it refers to (device and inode, and on Linux its
+    name: a path, ``pipe:[...]``, ``socket:[...]``): an fd number closed and reused for something else counts as
+    a new descriptor."""
+    found = set()
+    for name in os.listdir("/dev/fd"):
+        fd = int(name)
+        try:
+            info = os.fstat(fd)
+        except OSError:  # the listing's own descriptor, closed since
+            continue
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            target = "?"
+        found.add((fd, f"{target} (device {info.st_dev}, inode {info.st_ino})"))
+    return found
 
 
 def children() -> set[int]:

@@ -137,7 +137,7 @@ def test_cancel_on_a_running_call_stops_it_on_the_server(demo: pj.McpSession) ->
     wait_until(lambda: " s (timeout " in pending.widget.status.value, what="the elapsed time to show")
     assert "approved, running" in pending.widget.status.value
     pending.widget.cancel_button.click()
-    wait_until(lambda: pending.state == "done", timeout=5, what="the cancelled call to settle")
+    wait_until(lambda: pending.state == "done", what="the cancelled call to settle")
     assert pending.result.error_code == "mcp_interrupted" and "cancelled by a click" in pending.result.message
     assert pending.widget.cancel_button.disabled
     wait_until(lambda: "sleep: cancelled" in demo.stderr, what="the server's own word that it stopped")
