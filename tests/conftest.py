@@ -42,6 +42,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 # things are is measured in bench/). Generous, since the machine may be busy with other work: a wait for
 # something that should take a second or two, or start a process, fails only after this long.
 HANG_GUARD = 30.0  # seconds
+BINDER_BUILD_GUARD = 900  # seconds: a hang guard for a test that may build the Binder environment (pip, postBuild)
 
 
 def wait_until(condition: Callable[[], object], *, timeout: float = HANG_GUARD, what: str = "condition") -> object:
@@ -110,8 +111,15 @@ def open_fds() -> set[tuple[int, str]]:
 
 
 def children() -> set[int]:
-    """This process's live descendants (server processes), zombies left out."""
-    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
+    """This process's live descendants (server processes), zombies and those gone while listed left out."""
+    return {p.pid for p in psutil.Process().children(recursive=True) if _alive(p)}
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:  # it exited between the listing and this look
+        return False
 
 
 @pytest.fixture(scope="module")
