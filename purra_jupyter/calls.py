@@ -11,15 +11,16 @@ never raise: they come back with an ``error_code``; so does a failure of the hos
 from __future__ import annotations
 
 import json
+import logging
 import math
-import threading
 import time
 from collections.abc import Mapping
 from concurrent import futures
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from traitlets import Any as AnyTrait
 from traitlets import Enum, HasTraits
@@ -51,6 +52,7 @@ from .wire import (
     HOST_ERROR,
     INTERRUPTED,
     INVALID_ARGUMENTS,
+    KIT_ERROR,
     NOT_STARTED,
     PENDING,
     PROTOCOL_ERROR,
@@ -182,20 +184,8 @@ class CallPlan:
     def failure(self, code: str, message: str) -> Result:
         return record(self, self.fail(code, message))
 
-    def wait(self, future: Future[Any], cancel: CancelToken) -> None:
-        """Wait in the kernel's thread; an interrupt cancels the call and raises ``mcp_interrupted`` — except
-        for a write, whose result says what the interrupt left behind (``mcp_canceled``, effect unknown, once
-        it was sent), so the wait goes on until it settled."""
-        if self.write is None:
-            runner.wait(future, on_interrupt=cancel.interrupt)
-            return
-        try:
-            future.result()
-        except KeyboardInterrupt:
-            cancel.interrupt()
-            if not futures.wait([future], timeout=STOP_SECONDS).done:
-                message = f"Interrupted; the write had not settled {STOP_SECONDS:g} s later: it may have happened."
-                raise McpSessionError(INTERRUPTED, message) from None
+    def watch(self) -> AbstractContextManager[None]:
+        return nullcontext()
 
     def shown(self, result: Result) -> tuple[Any, ...]:
         return (result,)
@@ -253,16 +243,14 @@ def refusal(plan: CallPlan) -> Result | None:
 
 
 async def send(plan: CallPlan, cancel: CancelToken | None = None) -> Result:
-    """Send an approved call on the loop and return its result, recorded; never raises. A timeout, a lost
-    connection or ``cancel`` ends it with that code (the server is told to cancel it); a failure of the
-    host's own code ends it with ``mcp_host_error``."""
+    """Send an approved call on the loop and return its result, recorded. A timeout, a lost connection or
+    ``cancel`` ends it with that code (the server is told to cancel it); a failure of the host's own code (a
+    scope validator) ends it with ``mcp_host_error``. Only a bug of the kit raises."""
     started = time.perf_counter()
     try:
         result = await plan.connection.run(lambda client: _execute(plan, client), plan.timeout, cancel)
     except McpSessionError as error:
         result = plan.fail(error.code, error.message, ms_since(started), error.server_text)
-    except Exception as error:  # the kit's own code failed: still this call's result, with a code
-        result = plan.fail(HOST_ERROR, f"the kit failed: {error.__class__.__name__}: {error}", ms_since(started))
     return record(plan, result)
 
 
@@ -303,7 +291,7 @@ async def _execute(plan: CallPlan, client: ClientSession) -> Result:
     )  # fmt: skip
 
 
-async def _call_raw(plan: CallPlan, client: ClientSession) -> RawResult:
+async def _call_raw(plan: CallPlan, client: ClientSession) -> Result:
     from mcp import types
     from mcp.shared.exceptions import McpError
 
@@ -372,26 +360,72 @@ class Decision:
     at: datetime
 
 
-class Call(HasTraits):
-    """One decision over a job (a ``CallPlan``, or a batch offering the same face: ``connection, revision,
-    write, still_covered(), digest(), approved(how, digest), run(cancel), refused(how), failure(code, message),
-    wait(future, cancel)``).
+class Job(Protocol):
+    """What a ``Call`` decides on, runs and shows: a ``CallPlan``, or a batch of them (``evaluate.Batch``)."""
 
-    ``pending`` until approved, denied or voided (the catalog turned stale or the session ended first);
-    an approved job runs on the loop (``running``) and the call ends ``done``. A decision is final, and
-    the call always settles, in ``_settle``, with a result."""
+    question: str
+
+    @property
+    def connection(self) -> Connection: ...
+    @property
+    def revision(self) -> int: ...
+    @property
+    def write(self) -> WriteTerms | None: ...
+    @property
+    def effect(self) -> str: ...
+    @property
+    def may_write(self) -> bool: ...
+    @property
+    def write_hint(self) -> str | None: ...
+    @property
+    def raw(self) -> bool: ...
+    @property
+    def tool(self) -> ToolVerdict: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def declaration(self) -> str | None: ...
+    @property
+    def shown_arguments(self) -> tuple[str, Any]: ...
+    @property
+    def detail_rows(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def timeout(self) -> float | None:
+        """One call's timeout, in seconds (``None`` for a batch: each row has its own)."""
+        ...
+
+    def still_covered(self) -> bool: ...
+    def digest(self) -> str: ...
+    def approved(self, how: str, digest: str) -> None: ...
+    async def run(self, cancel: CancelToken) -> Any: ...
+    def refused(self, how: str) -> Any: ...
+    def failure(self, code: str, message: str) -> Any: ...
+    def shown(self, result: Any) -> tuple[Any, ...]: ...
+    def watch(self) -> AbstractContextManager[None]:
+        """What the cell shows while it waits for the job (a batch's progress bar)."""
+        ...
+
+
+class Call(HasTraits):
+    """One decision over a ``Job``: ``pending`` until approved, denied or voided (the catalog turned stale or the
+    session ended first); an approved job runs on the loop (``running``) and the call ends ``done``. A decision
+    is final, and the call always settles, in ``_settle``, with a result.
+
+    Its state and result change on the loop thread only, whichever thread decides (code, a click): so its
+    observers (widgets, displays) run there too, one after another."""
 
     state = Enum(CALL_STATES, default_value=PENDING, help="pending | running | done | denied | void")
     result = AnyTrait(None, allow_none=True, help="the Envelope or RawResult (a DataFrame for a batch), once decided")
 
-    def __init__(self, job: Any) -> None:
+    def __init__(self, job: Job) -> None:
         super().__init__()
         self.job = job
         self.arguments_digest = job.digest()
         self._cancel = CancelToken()
         self._future: Future[None] | None = None
         self.decision: Decision | None = None  # set when decided (a void says why instead)
-        self._lock = threading.Lock()
         job.connection.observe(self._connection_changed, names="state")
 
     @property
@@ -400,19 +434,10 @@ class Call(HasTraits):
 
     def approve(self, how: str = "approved with PendingCall.approve()") -> None:
         """Approve this exact call; it runs on the loop, so the kernel is not held."""
-        if not self._decide(how):
-            return
-        void = self._void_reason()
-        if void is not None:
-            self._void(*void)
-            return
-        self.job.approved(how, self.arguments_digest)  # (the digest is computed once per call)
-        self._set("state", RUNNING)
-        self._future = runner.submit(self._run)
+        runner.on_loop(self._approve, how)
 
     def deny(self, how: str = "denied with PendingCall.deny()") -> None:
-        if self._decide(how):
-            self._settle(DENIED, self.job.refused(how))
+        runner.on_loop(self._deny, how)
 
     def cancel(self, how: str = "cancelled with PendingCall.cancel()") -> None:
         """Stop this call: a pending one is denied; a running one stops waiting (its requests are cancelled on
@@ -424,27 +449,57 @@ class Call(HasTraits):
             self._cancel.cancel(INTERRUPTED, f"the call was {how}")
 
     def wait(self) -> Any:
-        """Wait in this thread until an approved call settles, and return its result."""
-        if self._future is not None:
-            self.job.wait(self._future, self._cancel)
+        """Wait in this thread until an approved call settles, and return its result. A kernel interrupt stops
+        the call as Cancel does and returns what it settled with (the same for a read, a write and a batch: see
+        the README); only a call that has not settled ``STOP_SECONDS`` later raises ``mcp_interrupted``."""
+        future = self._future
+        if future is None:
+            return self.result
+        try:
+            runner.wait(future, on_interrupt=self._cancel.interrupt)
+        except McpSessionError as error:
+            if error.code != INTERRUPTED:
+                raise
+            if not futures.wait([future], timeout=STOP_SECONDS).done:
+                message = f"Interrupted; the call had not settled {STOP_SECONDS:g} s later: a write may have happened."
+                raise McpSessionError(INTERRUPTED, message) from None
         return self.result
+
+    def _approve(self, how: str) -> None:
+        if not self._decide(how):
+            return
+        void = self._void_reason()
+        if void is not None:
+            self._void(*void)
+            return
+        self.job.approved(how, self.arguments_digest)  # (the digest is computed once per call)
+        self._set("state", RUNNING)
+        self._future = runner.submit(self._run)
 
     async def _run(self) -> None:
         try:
             result = await self.job.run(self._cancel)
-        except Exception as error:  # a bug below: the call still settles, with a code
-            result = self.job.failure(HOST_ERROR, f"the kit failed: {error.__class__.__name__}: {error}")
+        except Exception as error:  # a bug of the kit: the call settles all the same, and the error is raised
+            kind = runner.leaf_exception(error).__class__.__name__
+            self._settle(DONE, self.job.failure(KIT_ERROR, f"a bug in purra-jupyter ({kind}); its traceback is "
+                                                 "raised where the call is waited for, and logged"))  # fmt: skip
+            logging.getLogger("purra_jupyter").exception("a call of %s failed", self.connection.name)
+            raise
         except BaseException:  # the loop cancels this task (interpreter exit)
             self._settle(DONE, self.job.failure(INTERRUPTED, "the call was cancelled when the loop stopped"))
             raise
         self._settle(DONE, result)
 
+    def _deny(self, how: str) -> None:
+        if self._decide(how):
+            self._settle(DENIED, self.job.refused(how))
+
     def _decide(self, how: str) -> bool:
-        with self._lock:
-            if self.decision is not None:
-                return False
-            self.decision = Decision(how, datetime.now().astimezone())
-            return True
+        """The first decision wins (on the loop thread, so two cannot race)."""
+        if self.decision is not None:
+            return False
+        self.decision = Decision(how, datetime.now().astimezone())
+        return True
 
     def _void_reason(self) -> tuple[str, str] | None:
         connection = self.connection
@@ -503,8 +558,9 @@ def decide(call: Call, *, approve: bool | None, policy: str) -> Any:
     elif approve is False:
         call.deny("denied in code")
     else:
-        call.approve("approved in code" if approve else "approved by the session's auto policy")
-        return call.wait()
+        with call.job.watch():  # (shown before the call starts, so an interrupt finds the wait)
+            call.approve("approved in code" if approve else "approved by the session's auto policy")
+            return call.wait()
     return call.result
 
 
@@ -517,9 +573,9 @@ def arguments_digest(arguments: Any) -> str:
     from purra.structured import json_identity_digest
 
     try:
-        return json_identity_digest(arguments)
+        return str(json_identity_digest(arguments))
     except (TypeError, ValueError):
-        return json_identity_digest({"json": json.dumps(arguments, sort_keys=True)})
+        return str(json_identity_digest({"json": json.dumps(arguments, sort_keys=True)}))
 
 
 def _argument_problem(plan: CallPlan) -> tuple[str, str] | None:

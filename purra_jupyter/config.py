@@ -20,7 +20,7 @@ from typing import Any, TypeAlias
 from urllib.parse import unquote_plus, urlsplit
 
 from .errors import McpSessionError, server_words, shown
-from .wire import CONFIG_INVALID, HTTP, STDIO
+from .wire import CONFIG_INVALID, HTTP, MEMORY, STDIO
 
 # A person's part of the authorization flow: the authorization URL in, the address the browser was redirected to
 # out (sync, or async); what it returns is checked before use.
@@ -155,15 +155,22 @@ class ServerConfig:
     headers: Mapping[str, str] | None = field(default=None, kw_only=True)
     oauth: OAuth | None = field(default=None, kw_only=True)
     timeout: float = field(default=30.0, kw_only=True)
+    # An MCP server object in this process (the SDK's low-level ``mcp.server.lowlevel.Server``), reached in memory.
+    server: object = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         _check_name(self.name)
-        if (self.command is None) == (self.url is None):
-            raise _invalid(f"Server '{self.name}' needs exactly one of command (stdio) or url (Streamable HTTP).")
+        if sum(value is not None for value in (self.command, self.url, self.server)) != 1:
+            raise _invalid(
+                f"Server '{self.name}' needs exactly one of command (stdio), url (Streamable HTTP) or server (an MCP "
+                "server object in this process)."
+            )
         if self.command is not None:
             self._check_stdio()
-        else:
+        elif self.url is not None:
             self._check_http()
+        else:
+            self._check_memory()
         check_timeout(self.timeout, f"Server '{self.name}': timeout")
         # Freeze containers so a config cannot change after it was validated.
         object.__setattr__(self, "args", tuple(self.args))
@@ -221,10 +228,17 @@ class ServerConfig:
         if self.oauth is not None and any(key.lower() == "authorization" for key in self.headers or {}):
             raise _invalid(f"{where}: give an Authorization header or oauth, not both.")
 
+    def _check_memory(self) -> None:
+        where = f"Server '{self.name}'"
+        if self.args or self.env is not None or self.cwd is not None or self.headers is not None or self.oauth:
+            raise _invalid(f"{where}: args, env, cwd, headers and oauth do not apply to a server in this process.")
+        if not all(callable(getattr(self.server, name, None)) for name in ("run", "create_initialization_options")):
+            raise _invalid(f"{where}: server must be an MCP server object (mcp.server.lowlevel.Server).")
+
     @property
     def transport(self) -> str:
-        """``"stdio"`` or ``"http"`` (Streamable HTTP)."""
-        return STDIO if self.command is not None else HTTP
+        """``"stdio"``, ``"http"`` (Streamable HTTP) or ``"memory"`` (a server object in this process)."""
+        return STDIO if self.command is not None else HTTP if self.url is not None else MEMORY
 
     def with_timeout(self, timeout: float) -> ServerConfig:
         """The same server with another ``timeout`` (seconds), validated again."""
@@ -246,6 +260,8 @@ class ServerConfig:
         """What the server is, safe to show: the command line or the redacted URL."""
         if self.command is not None:
             return " ".join([self.command, *self.args])
+        if self.server is not None:
+            return f"{type(self.server).__name__} in this process"
         return redact_url(self.url or "")
 
     def __repr__(self) -> str:
@@ -256,6 +272,8 @@ class ServerConfig:
                 parts.append(f"env={ {key: REDACTED for key in self.env}!r}")
             if self.cwd is not None:
                 parts.append(f"cwd={self.cwd!r}")
+        elif self.server is not None:
+            parts.append(f"server=<{type(self.server).__name__}>")
         else:
             parts.append(f"url={redact_url(self.url or '')!r}")
             if self.headers is not None:

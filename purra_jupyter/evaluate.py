@@ -11,20 +11,18 @@ sent. Tool failures are rows, never exceptions.
 from __future__ import annotations
 
 import copy
-import queue
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from concurrent import futures
-from concurrent.futures import Future
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from traitlets import HasTraits, Int
 
-from . import calls
+from . import calls, runner
 from .bindings import Bindings, WriteTerms
 from .calls import CallPlan, Result
 from .connection import CancelToken, Connection
@@ -128,7 +126,6 @@ class Batch(HasTraits):
         self.to_send = self.waiting  # what an approval covers
         self.progress_total = len(self.to_send)
         self._ran: set[int] = set()
-        self._settled: queue.Queue[int | None] = queue.Queue()
         self._started = time.perf_counter()
 
     # --- the face a decision needs ---------------------------------------------------------------
@@ -152,6 +149,10 @@ class Batch(HasTraits):
     @property
     def write_hint(self) -> str | None:
         return self.probe.write_hint
+
+    @property
+    def timeout(self) -> None:
+        """(Each row has its own: the probe's.)"""
 
     def still_covered(self) -> bool:
         return self.probe.still_covered()
@@ -210,12 +211,12 @@ class Batch(HasTraits):
         are cancelled on the server, the others are not sent."""
         self._started = time.perf_counter()
         limiter = anyio.CapacityLimiter(self.concurrency)
-        try:
-            async with anyio.create_task_group() as group:
-                for row in self.to_send:
-                    group.start_soon(self._run_row, row, limiter, cancel)
-        finally:
-            self._settled.put(None)  # also when cancelled: the waiting side must wake
+        async with anyio.create_task_group() as group:
+            for row in self.to_send:
+                group.start_soon(self._run_row, row, limiter, cancel)
+        if cancel.code is not None:
+            stopped = self._counts().get(cancel.code, 0)
+            self._log(f"interrupted: {stopped} rows left without a result ({cancel.reason})")
         return self.to_frame()
 
     async def _run_row(self, row: int, limiter: anyio.CapacityLimiter, cancel: CancelToken) -> None:
@@ -235,25 +236,27 @@ class Batch(HasTraits):
     def _settle(self, row: int, result: Result) -> None:
         """The one place a row ends."""
         self.results[row] = result
-        self._settled.put(row)
         self.failed += result.error_code is not None
         self.finished += 1
 
-    def wait(self, future: Future[Any], cancel: CancelToken) -> None:
-        """Wait in the kernel's thread with a progress bar; an interrupt stops the batch (finished rows keep
-        their results) and the wait ends once every row has settled."""
+    @contextmanager
+    def watch(self) -> Iterator[None]:
+        """A progress bar while the cell waits (refused rows are not progress); it follows ``finished``, which
+        changes on the loop, and says at the end how the rows ended."""
         from tqdm.auto import tqdm
 
-        with tqdm(total=len(self.to_send), desc=self.local, unit="call") as bar:  # refused rows are not progress
+        with tqdm(total=len(self.to_send), desc=self.local, unit="call") as bar:
+            follow = lambda change: bar.update(change["new"] - change["old"])  # noqa: E731
+            self.observe(follow, names="finished")
             try:
-                while self._settled.get() is not None:
-                    bar.update(1)
-                future.result()  # the decision settles once the batch task returns
-            except KeyboardInterrupt:
-                cancel.cancel(INTERRUPTED, "the batch was interrupted")
-                self._log(f"interrupted: {len(self.waiting)} rows left without a result")
-                futures.wait([future], timeout=calls.STOP_SECONDS)
-            bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in self.to_frame().attrs["summary"].counts.items()))
+                yield
+            finally:
+                self.unobserve(follow, names="finished")
+                bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in runner.on_loop(self._counts).items()))
+
+    def _counts(self) -> dict[str, int]:
+        """How the rows settled so far ended (on the loop, which writes them)."""
+        return dict(Counter(result.error_code or "ok" for result in self.results if result is not None))
 
     def _log(self, detail: str) -> None:
         self.connection.log.add(EVENT_APPROVAL, f"evaluate {self.label}: {detail}")
@@ -274,7 +277,9 @@ class Batch(HasTraits):
             columns["passed"] = [passed for passed, _ in verdicts]
             columns["check_message"] = [message for _, message in verdicts]
         inputs = self.frame.rename(columns=lambda c: f"arg:{c}" if c in columns else c)
-        results_frame = pd.DataFrame({k: pd.Series(v, dtype=_DTYPES.get(k, object)) for k, v in columns.items()})
+        results_frame = pd.DataFrame(
+            {k: pd.Series(v, dtype=cast(Any, _DTYPES.get(k, object))) for k, v in columns.items()}
+        )
         out = pd.concat([inputs, results_frame.set_axis(self.frame.index)], axis=1)
         out.attrs["summary"] = self._summary(results, columns)
         return out
@@ -332,13 +337,13 @@ def input_rows(rows: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     if isinstance(rows, pd.DataFrame):
         frame = _deep_copy(rows)
         records = frame.to_dict(orient="records")
-        return frame, [{k: v for k, v in record.items() if not _missing(v)} for record in records]
+        return frame, [{str(k): v for k, v in record.items() if not _missing(v)} for record in records]
     if isinstance(rows, Mapping) or isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
         raise McpSessionError(CONFIG_INVALID, "rows must be a DataFrame or a list of argument dicts.")
-    arguments = [dict(row) if isinstance(row, Mapping) else None for row in rows]
-    if None in arguments:
+    given = list(rows)
+    if not all(isinstance(row, Mapping) for row in given):
         raise McpSessionError(CONFIG_INVALID, "rows must be a DataFrame or a list of argument dicts.")
-    arguments = [_copied(row) for row in arguments]
+    arguments: list[dict[str, Any]] = [_copied(dict(row)) for row in given]
     # nullable dtypes: an integer argument some rows leave out stays an integer column, with <NA> there
     frame = pd.DataFrame(arguments, index=pd.RangeIndex(len(arguments)))  # (the arguments are the batch's own)
     return frame.convert_dtypes(), arguments

@@ -42,7 +42,8 @@ from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCRespo
 
 from .config import Scrubber, ServerConfig, is_secure, redact_url
 from .errors import SERVER_TEXT_CHARS, SERVER_TEXT_NOTE
-from .oauth import AuthFailed, IssuerCheck, Person, provider
+from .oauth import AuthFailed, AuthorizationRequest, IssuerCheck, Person, provider
+from .transport import Failure, Streams, TransportContext
 from .wire import (
     AUTH_FAILED,
     AUTH_INSECURE,
@@ -53,6 +54,7 @@ from .wire import (
     CATALOG_LIMIT,
     CONNECTION_CLOSED,
     EVENT_ERROR,
+    HTTP,
     PROTOCOL_ERROR,
     RATE_LIMITED,
     RESULT_TOO_LARGE,
@@ -71,17 +73,6 @@ _ANSWERED_ANY_REQUEST = (401, 403, 404, 429)
 JSON = "application/json"
 SSE = "text/event-stream"
 _LINE_END = re.compile(rb"\r\n|\r|\n")
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """How one request failed. ``answered``: the server is done with it (it answered, with an error), so
-    there is nothing to cancel on the server."""
-
-    code: str
-    message: str
-    answered: bool
-    server_text: str = ""  # what the server said (an error body, a bad event), kept out of the message
 
 
 @dataclass(frozen=True, slots=True)
@@ -650,4 +641,40 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port or default
 
 
-__all__ = ["CLOSE_GRACE", "Failure", "HttpTransport", "TransportEvents", "open_http"]
+class StreamableHttpTransport:
+    """A Streamable HTTP server at the config's URL (``open_http``), authorized with OAuth when the config says so:
+    ``ask`` shows a person the authorization when the config's OAuth has no ``authorize`` function."""
+
+    kind = HTTP
+    stderr = ""  # (a remote server's stderr is its own)
+
+    def __init__(self, config: ServerConfig, ask: Callable[[AuthorizationRequest], str] | None = None) -> None:
+        self._config = config
+        self._ask = ask
+        self._http: HttpTransport | None = None
+
+    @asynccontextmanager
+    async def open(self, context: TransportContext) -> AsyncIterator[Streams]:
+        config = self._config
+        person = None
+        if config.oauth is not None and self._ask is not None:
+            person = Person(config.name, self._ask, context.persons_turn, config.oauth.timeout)
+        events = TransportEvents(context.request_failed, context.session_ended, context.note)
+        opened = open_http(config, events, max_message_bytes=context.max_message_bytes(), scrub=context.scrub,
+                           grace=context.grace, person=person)  # fmt: skip
+        async with opened as (read, write, self._http):
+            yield read, write
+
+    async def ended(self) -> None:
+        """(Nothing comes after the server's last answer.)"""
+
+    def drop(self, request_id: RequestId) -> None:
+        if self._http is not None:
+            self._http.drop(request_id)
+
+    async def forget_authorization(self) -> None:
+        if self._http is not None:
+            await self._http.forget_authorization()
+
+
+__all__ = ["CLOSE_GRACE", "Failure", "HttpTransport", "StreamableHttpTransport", "TransportEvents", "open_http"]

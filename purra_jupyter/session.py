@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from traitlets import Enum, HasTraits, Int, dlink
 
@@ -28,6 +28,9 @@ from .connection import Connection, Deadline, SessionLog
 from .errors import McpSessionError
 from .evaluate import prepare
 from .markup import key_value_table
+from .memory_transport import MemoryTransport
+from .stdio_transport import StdioTransport
+from .transport import Transport
 from .wire import (
     APPROVAL_POLICIES,
     CLOSED,
@@ -36,6 +39,7 @@ from .wire import (
     CONNECTION_CLOSED,
     EVENT_CONNECT,
     HTTP,
+    MEMORY,
     SESSION_EXISTS,
     SESSION_UNKNOWN,
     STATES,
@@ -44,6 +48,7 @@ from .wire import (
 
 if TYPE_CHECKING:
     import pandas as pd
+    from mcp.server.lowlevel import Server
     from purra_mcp import McpCatalogMonitor, McpToolLimits
 
     from .envelope import Envelope, RawResult
@@ -394,10 +399,7 @@ def connect(
             raise McpSessionError(CONFIG_INVALID, "limits must be a purra_mcp.McpToolLimits.")
     if expect_digest is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", str(expect_digest)):
         raise McpSessionError(CONFIG_INVALID, "expect_digest must be a 64-digit hex digest (Catalog.digest).")
-    ask = None
-    if config.oauth is not None and config.oauth.authorize is None:
-        from .ui.authorization import ask
-    connection = Connection(config, limits=limits, ask=ask)
+    connection = Connection(config, transport_for(config), limits=limits)
     with registry.reserving(config.name):
         deadline = Deadline(config.timeout, "connecting")
         connection.open(deadline)
@@ -416,6 +418,22 @@ def connect(
         session = McpSession(connection, Bindings(connection, catalog), approval=approval)
         registry.add(session)
     return session
+
+
+def transport_for(config: ServerConfig) -> Transport:
+    """The transport a config names: a process on pipes, Streamable HTTP (its module imports the SDK: a first
+    connect's import is not the server's time, so it comes before the connect's deadline) or a server in memory."""
+    if config.transport == STDIO:
+        return StdioTransport(config)
+    if config.transport == MEMORY:
+        return MemoryTransport(cast("Server[Any, Any]", config.server))
+    from .http_transport import StreamableHttpTransport
+
+    if config.oauth is not None and config.oauth.authorize is None:
+        from .ui.authorization import ask
+
+        return StreamableHttpTransport(config, ask)
+    return StreamableHttpTransport(config)
 
 
 async def _first_catalog(connection: Connection, client: Any) -> Catalog:

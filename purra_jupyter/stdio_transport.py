@@ -21,9 +21,12 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import select
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import IO, Any
 
@@ -31,7 +34,9 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectReceiveStream, ObjectSendStream, Process
 
 from . import runner
-from .config import ServerConfig
+from .config import Scrubber, ServerConfig
+from .transport import RequestId, TransportContext
+from .wire import EVENT_STDERR, STDIO
 
 # The pinned SDK's DEFAULT_INHERITED_ENV_VARS (mcp.client.stdio) on POSIX; tests/test_stdio.py holds them equal.
 INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
@@ -40,6 +45,9 @@ OUTPUT_END_SECONDS = 2.0  # after the server exited and its group ended, how lon
 GROUP_POLL_SECONDS = 0.05
 # What the lines need of the SDK (``mcp`` itself with it): imported while the server starts.
 SDK_MODULE = "mcp.shared.message"
+
+STDERR_LINES = 200  # the server's last stderr lines a session keeps
+LINE_CHARS = 8_192  # what is kept of one stderr line (scrubbed first)
 
 Streams = tuple[ObjectReceiveStream[Any], ObjectSendStream[Any]]
 
@@ -61,6 +69,136 @@ class LineTooLong(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"a line of over {limit} bytes on stdout")
         self.limit = limit
+
+
+class StderrTail:
+    """A pipe handed to a stdio server as its stderr; a thread keeps the last lines (scrubbed) and logs each.
+
+    ipykernel's ``sys.stderr`` has no file descriptor, and a pipe read at once never blocks the server the way an
+    unread one would. A line is kept whole up to what is shown of it (``LINE_CHARS``) and scrubbed before it is
+    cut, however it arrives; the rest of a longer line is read and dropped. ``stop()`` ends the thread (and its
+    descriptors) even when a process the kit does not know still holds the pipe.
+    """
+
+    def __init__(self, on_line: Callable[[str], None], scrub: Scrubber, max_lines: int = STDERR_LINES) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer = open(write_fd, "wb", buffering=0)
+        self._wake_read, self._wake = os.pipe()  # a byte here ends the thread's wait
+        self._wake_lock = threading.Lock()
+        self._done = False  # the thread ended and closed its descriptors
+        self._lines: deque[str] = deque(maxlen=max_lines)
+        self._on_line = on_line
+        self._scrub = scrub
+        self._thread = threading.Thread(target=self._read, args=(read_fd,), name="purra-jupyter-stderr", daemon=True)
+        self._thread.start()
+
+    def release(self) -> None:
+        """Drop our copy of the write end once the child holds its own, so EOF follows its exit."""
+        self.writer.close()
+
+    def stop(self) -> None:
+        """End the thread now, whether or not the pipe reached its end."""
+        with self._wake_lock:
+            if not self._done:
+                os.write(self._wake, b"x")
+
+    async def ended(self, timeout: float = 2.0) -> None:
+        """Wait (on the loop, without a thread of its own) until the server's stderr reached its end; after
+        ``timeout`` seconds (a process holds the pipe that the server's group did not include) stop reading it."""
+        with anyio.move_on_after(timeout):
+            while self._thread.is_alive():
+                await anyio.sleep(0.01)
+        if self._thread.is_alive():
+            self.stop()
+            while self._thread.is_alive():
+                await anyio.sleep(0.01)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self._lines)
+
+    def _read(self, fd: int) -> None:
+        held = bytearray()  # the start of the line being read, as much as showing it scrubbed needs
+        longer = False  # whether the line went on past that
+        try:
+            for chunk in self._chunks(fd):
+                *ends, rest = chunk.split(b"\n")
+                for part in ends:
+                    longer = self._hold(held, part) or longer
+                    self._keep(bytes(held), longer)
+                    held.clear()
+                    longer = False
+                longer = self._hold(held, rest) or longer
+            if held:
+                self._keep(bytes(held), longer)
+        finally:
+            with self._wake_lock:
+                self._done = True
+                for descriptor in (fd, self._wake_read, self._wake):
+                    os.close(descriptor)
+
+    def _chunks(self, fd: int) -> Iterator[bytes]:
+        """What the server writes, until the pipe's end or ``stop()`` (Windows cannot wait on pipes: there the
+        pipe's end alone ends it)."""
+        while True:
+            if sys.platform != "win32":
+                ready, _, _ = select.select([fd, self._wake_read], [], [])
+                if self._wake_read in ready:
+                    return
+            chunk = os.read(fd, 65_536)
+            if not chunk:
+                return
+            yield chunk
+
+    def _hold(self, held: bytearray, part: bytes) -> bool:
+        """Add what ``held`` still has room for of ``part``; ``True`` if some of it did not fit."""
+        room = self._scrub.margin(LINE_CHARS) - len(held)
+        held += part[: max(room, 0)]
+        return len(part) > room
+
+    def _keep(self, raw: bytes, longer: bool) -> None:
+        line = self._scrub(raw.decode("utf-8", "replace").rstrip("\r"))  # whole, then cut
+        if longer or len(line) > LINE_CHARS:
+            line = line[:LINE_CHARS] + f"… (cut at {LINE_CHARS} characters)"
+        self._lines.append(line)
+        self._on_line(line)
+
+
+class StdioTransport:
+    """A server process started from its config, spoken to over its stdin and stdout, its stderr kept."""
+
+    kind = STDIO
+
+    def __init__(self, config: ServerConfig) -> None:
+        self._config = config
+        self._stderr: StderrTail | None = None
+
+    @property
+    def stderr(self) -> str:
+        return self._stderr.text if self._stderr is not None else ""
+
+    @asynccontextmanager
+    async def open(self, context: TransportContext) -> AsyncIterator[Streams]:
+        tail = self._stderr = StderrTail(lambda line: context.note(EVENT_STDERR, line), context.scrub)
+        stdio = open_stdio(
+            self._config, tail.writer, max_message_bytes=context.max_message_bytes(), grace=context.grace
+        )
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                streams = await stack.enter_async_context(stdio)
+            finally:
+                tail.release()
+            yield streams
+
+    async def ended(self) -> None:
+        if self._stderr is not None:
+            await self._stderr.ended()
+
+    def drop(self, request_id: RequestId) -> None:
+        """(A request has no exchange of its own on a pipe.)"""
+
+    async def forget_authorization(self) -> None:
+        """(A stdio server takes no authorization of the kit's.)"""
 
 
 @asynccontextmanager

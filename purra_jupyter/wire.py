@@ -19,6 +19,7 @@ APPROVAL_DENIED = "mcp_approval_denied"
 NOT_TABULAR = "mcp_result_not_tabular"
 NOT_CONCURRENCY_SAFE = "mcp_evaluate_not_concurrency_safe"
 HOST_ERROR = "mcp_host_error"  # the host's own code failed (a scope validator, a check), not the server
+KIT_ERROR = "mcp_kit_error"  # a bug in purra-jupyter itself: the call settles with it, the traceback is raised
 PURRA_INCOMPATIBLE = "mcp_purra_incompatible"  # the installed purra / purra-mcp is not the pinned one
 RATE_LIMITED = "mcp_rate_limited"  # HTTP 429 to one request; its message carries the server's Retry-After
 AUTH_REQUIRED = "mcp_auth_required"  # HTTP 401 or 403: the server wants (other) credentials
@@ -93,6 +94,7 @@ EVENT_CLOSE = "close"
 # Transports.
 STDIO = "stdio"
 HTTP = "http"
+MEMORY = "memory"  # an MCP server object in the kernel's own process
 
 # MIME types our JupyterLab extension renders.
 CATALOG_MIME = "application/vnd.purra.catalog+json"

@@ -38,8 +38,16 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.write_line(str(shot))
 
 
-def wait_until(condition: Callable[[], object], *, timeout: float = 10.0, what: str = "condition") -> object:
-    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
+# The one bound a test puts on how long something takes: a guard against a hang, not a speed claim (how fast
+# things are is measured in bench/). Generous, since the machine may be busy with other work: a wait for
+# something that should take a second or two, or start a process, fails only after this long.
+HANG_GUARD = 30.0  # seconds
+BINDER_BUILD_GUARD = 900  # seconds: a hang guard for a test that may build the Binder environment (pip, postBuild)
+
+
+def wait_until(condition: Callable[[], object], *, timeout: float = HANG_GUARD, what: str = "condition") -> object:
+    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds (a deadline against a
+    hang: a condition that holds ends the wait at once)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
@@ -83,9 +91,35 @@ def descendants(widget: Any) -> Iterator[Any]:
         yield from descendants(child)
 
 
+def open_fds() -> set[tuple[int, str]]:
+    """This process's open file descriptors, each with what it refers to (device and inode, and on Linux its
+    name: a path, ``pipe:[...]``, ``socket:[...]``): an fd number closed and reused for something else counts as
+    a new descriptor."""
+    found = set()
+    for name in os.listdir("/dev/fd"):
+        fd = int(name)
+        try:
+            info = os.fstat(fd)
+        except OSError:  # the listing's own descriptor, closed since
+            continue
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            target = "?"
+        found.add((fd, f"{target} (device {info.st_dev}, inode {info.st_ino})"))
+    return found
+
+
 def children() -> set[int]:
-    """This process's live descendants (server processes), zombies left out."""
-    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
+    """This process's live descendants (server processes), zombies and those gone while listed left out."""
+    return {p.pid for p in psutil.Process().children(recursive=True) if _alive(p)}
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:  # it exited between the listing and this look
+        return False
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +200,20 @@ def assert_safe(html: str, *payloads: str, pandas: bool = False) -> None:
 
 def demo_config(name: str = "demo", **kwargs: object) -> pj.ServerConfig:
     return pj.ServerConfig(name, command=sys.executable, args=["-m", "purra_jupyter.demo"], **kwargs)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "process: the test needs the demo server's own process (it reads its stderr)")
+
+
+def demo_for(request: pytest.FixtureRequest, name: str = "demo") -> pj.ServerConfig:
+    """The demo server for a test of the core: a fresh server object in this process, reached in memory (what is
+    tested is the kit, not a pipe), or its own process over stdio for a test marked ``process``."""
+    if request.node.get_closest_marker("process") is not None:
+        return demo_config(name)
+    from purra_jupyter.demo.server import build_server
+
+    return pj.ServerConfig(name, server=build_server())
 
 
 def raw_config(name: str, *args: str, **kwargs: object) -> pj.ServerConfig:

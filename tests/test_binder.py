@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 
 import nbformat
-from conftest import ROOT, BinderEnv
+import pytest
+from conftest import BINDER_BUILD_GUARD, ROOT, BinderEnv
 
 
+@pytest.mark.timeout(BINDER_BUILD_GUARD)  # the session's Binder environment is built in this test's setup
 def test_a_fresh_environment_from_binder_runs_the_quickstart(binder_env: BinderEnv, tmp_path: Path) -> None:
     listed = re.sub(r"\x1b\[[0-9;]*m", "", binder_env.post_build_output)  # postBuild ends with the list
     assert re.search(r"purra-jupyter-renderers v0\.1\.0 enabled\s+OK", listed), listed

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import nbformat
 import pytest
-from conftest import execute_notebook, follow_authorization, oauth_server, stop_tree
+from conftest import BINDER_BUILD_GUARD, execute_notebook, follow_authorization, oauth_server, stop_tree
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -265,6 +265,7 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
+@pytest.mark.timeout(BINDER_BUILD_GUARD)  # run alone, its 4.4 case builds the Binder environment in its setup
 def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_server_script(
     lab: Lab, browser: Browser
 ) -> None:

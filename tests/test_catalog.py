@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pandas as pd
 import pytest
-from conftest import demo_config, raw_config, wait_until
+from conftest import demo_config, demo_for, raw_config, wait_until
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from purra.contracts import ToolPolicy
@@ -62,8 +62,8 @@ def assert_verdicts_match_purra(session: pj.McpSession) -> None:
 
 
 @pytest.fixture
-def demo() -> Iterator[pj.McpSession]:
-    with pj.connect(demo_config()) as session:
+def demo(request: pytest.FixtureRequest) -> Iterator[pj.McpSession]:
+    with pj.connect(demo_for(request)) as session:
         yield session
 
 

@@ -14,13 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from conftest import SERVERS, children, demo_config, raw_config, wait_until
+from conftest import HANG_GUARD, SERVERS, children, demo_config, raw_config, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.ui.approval import PendingCall
 
 TIMEOUT = 2.0  # each faulty session's configured timeout, in seconds
-SLACK = 1.0  # no wait may exceed TIMEOUT + SLACK
 
 
 @pytest.fixture
@@ -30,7 +29,7 @@ def no_child_left() -> Iterator[None]:
     yield
     for session in pj.sessions():
         session.close("test cleanup")
-    wait_until(lambda: not (children() - before), timeout=5, what="no server process left")
+    wait_until(lambda: not (children() - before), what="no server process left")
 
 
 def faulty(*args: str) -> pj.ServerConfig:
@@ -61,7 +60,9 @@ def test_a_fault_while_connecting_fails_connect_with_its_code(
     started = time.monotonic()
     with pytest.raises(pj.McpSessionError) as caught:
         pj.connect(faulty(*args))
-    assert time.monotonic() - started < TIMEOUT + SLACK, fault
+    # The code says what ended the connect (mcp_timeout: its own timeout); the bound is a guard against a hang,
+    # not a speed claim.
+    assert time.monotonic() - started < HANG_GUARD, fault
     assert caught.value.code == code, caught.value
     assert "\n" not in str(caught.value)  # one line
     assert pj.sessions() == []
@@ -207,11 +208,10 @@ def test_a_fault_in_a_call_has_its_documented_outcome(fault: CallFault, no_child
     session = pj.connect(faulty("--call-result", fault.result))
     pending = session.call("tool_000", {"x": "a"})
     assert isinstance(pending, PendingCall)
-    clicked = time.monotonic()
     pending.approve()  # returns at once: the kernel's thread never waits for the server
-    returned = time.monotonic() - clicked
-    wait_until(lambda: pending.state == "done", timeout=TIMEOUT + SLACK, what=f"the {fault.result} call to settle")
-    assert returned < TIMEOUT  # the kernel thread was free long before the server's fault settled
+    if fault.result == "mute":  # the server never answers: had approve() waited, the call would be done by now
+        assert pending.state == "running"
+    wait_until(lambda: pending.state == "done", what=f"the {fault.result} call to settle")
     result = pending.result
     assert result.error_code == fault.code, result
     assert session.state == fault.state
@@ -236,7 +236,7 @@ def test_the_loop_serves_other_sessions_while_a_server_never_answers(no_child_le
         for _ in range(5):
             assert healthy.call("echo", {"text": "still served"}, approve=True).ok
         assert pending.state == "running"  # the silent server still holds its call; nothing else waits on it
-        wait_until(lambda: pending.state == "done", timeout=TIMEOUT + SLACK, what="the silent call to time out")
+        wait_until(lambda: pending.state == "done", what="the silent call to time out")
         assert pending.result.error_code == "mcp_timeout"
 
 
@@ -244,7 +244,7 @@ def test_a_notification_storm_during_a_call_leaves_a_stale_session_and_a_bounded
     with pj.connect(faulty("--call-result", "storm")) as session:
         started = time.monotonic()
         envelope = session.call("tool_000", {"x": "a"}, approve=True)
-        assert time.monotonic() - started < TIMEOUT + SLACK
+        assert time.monotonic() - started < HANG_GUARD  # a guard against a hang (the storm kept it busy), not speed
         assert envelope.error_code == "mcp_catalog_stale" and session.state == "stale"
         assert len(session.log) <= 10_000
         assert len(session.log.events("list_changed")) > 1_000  # the storm did reach the session

@@ -25,15 +25,17 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import ROOT, SERVERS, stop_tree, wait_until
+from conftest import HANG_GUARD, ROOT, SERVERS, stop_tree, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter import runner
 from purra_jupyter.http_transport import CLOSE_GRACE
 
-TIMEOUT = 4.0  # each session's timeout: every request's deadline, and connect's
-SLACK = 1.0  # the most a wait may overrun its deadline
-FAST = 1.5  # garbage that can never become an answer fails within this, not at the deadline
+# Each session's timeout: every request's deadline, and connect's. Whether a fault ended a wait at once or at
+# this deadline is told by its code (mcp_timeout only at the deadline), not by how long it took: the waits are
+# measured for the table below (tests/artifacts/http-matrix.md), and bounded only by HANG_GUARD, a guard against
+# a hang, not a speed claim.
+TIMEOUT = 4.0
 SECRET_QUERY = "qry-s3cr3t-5e1f0a93"
 SECRET_HEADER = "hdr-s3cr3t-9c7d2b14"
 MEASURED: list[tuple[str, str, str, float, str]] = []  # (fault, when, code, seconds, state after)
@@ -114,9 +116,8 @@ def leaves_nothing(port: int) -> Iterator[None]:
     runner.portal()
     before = set(threading.enumerate())
     yield
-    wait_until(lambda: not sockets_to(port), timeout=5, what="the sockets to the server to close")
-    wait_until(lambda: set(threading.enumerate()) <= before, timeout=5,
-               what=f"the threads to end: {set(threading.enumerate()) - before}")  # fmt: skip
+    wait_until(lambda: not sockets_to(port), what="the sockets to the server to close")
+    wait_until(lambda: set(threading.enumerate()) <= before, what="the threads the block started to end")
 
 
 def timed(func: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
@@ -175,8 +176,8 @@ def test_a_fault_on_one_call_fails_that_call_only(
             since = time.time()
             result, waited = timed(session.call, "echo", {"text": "fault"}, approve=True, raw=raw)
             MEASURED.append((fault, "call (raw)" if raw else "call", code_of(result), waited, session.state))
-            assert code_of(result) == code, result
-            assert waited < (FAST if fast else TIMEOUT + SLACK), waited
+            assert code_of(result) == code, result  # at once for a fast row, at the deadline (mcp_timeout) else
+            assert waited < HANG_GUARD, waited
             if code == "None":  # the answer came through whole, after a resumption or split line ends
                 text = result.content[0]["text"] if raw else result.text[0]
                 assert text == ("resumed" if fault == "resumable" else "split"), result
@@ -195,9 +196,10 @@ def test_a_fault_on_one_call_fails_that_call_only(
                 request_ids = [e["id"] for e in server.events() if e.get("rpc") == "tools/call" and e["time"] >= since]
                 wait_until(lambda: any(e.get("cancelled") == request_ids[0] for e in server.events()),
                            what="notifications/cancelled for the request")  # fmt: skip
-                gone = wait_until(lambda: [e for e in server.events() if e.get("gone") and e["time"] >= since],
-                                  what="the server to see the client go")  # fmt: skip
-                assert gone[0]["time"] < since + waited + SLACK, (gone, since, waited)  # nothing read after it
+                # The session is still open: the server sees the client go because the kit closed the response
+                # when it gave up (else it would keep reading, or the server keep waiting, until the close).
+                wait_until(lambda: [e for e in server.events() if e.get("gone") and e["time"] >= since],
+                           what="the server to see the client go")  # fmt: skip
         texts += session_texts(session)
     assert_clean(texts, capfd)
     if fault == "endless-line":  # an endless event is not buffered: memory stays flat
@@ -245,7 +247,7 @@ def test_a_fault_on_initialize_fails_connect_with_its_code(
         error, waited = timed(pj.connect, config(server, fault, "initialize"))
     MEASURED.append((fault, "initialize", code_of(error), waited, "no session"))
     assert isinstance(error, pj.McpSessionError) and error.code == code, error
-    assert waited < (FAST if fast else TIMEOUT + SLACK), waited
+    assert waited < HANG_GUARD, waited
     assert pj.sessions() == []
     assert_clean([str(error), repr(error)], capfd)
     if fault == "status-404":
@@ -266,7 +268,7 @@ def test_an_authorization_server_over_plain_http_is_refused(
     assert isinstance(error, pj.McpSessionError) and error.code == "mcp_auth_insecure", error
     assert "http://auth.example.invalid" in error.server_text and "must be https" in error.message
     assert "auth.example.invalid" not in error.message  # an address the server chose: apart from the message
-    assert asked == [] and waited < FAST and pj.sessions() == []
+    assert asked == [] and waited < HANG_GUARD and pj.sessions() == []
     assert_clean([str(error)], capfd)
 
 
@@ -276,8 +278,8 @@ def test_slow_pages_end_connect_at_its_deadline(server: FaultServer, capfd: pyte
         error, waited = timed(pj.connect, config(server, "slow-pages", "list"))
     MEASURED.append(("slow-pages", "tools/list (connect)", code_of(error), waited, "no session"))
     assert isinstance(error, pj.McpSessionError) and error.code == "mcp_timeout", error
-    assert waited < TIMEOUT + SLACK, waited
-    assert "did not finish connecting" in error.message
+    assert waited < HANG_GUARD, waited
+    assert "did not finish connecting within 4 s" in error.message, error.message  # its deadline, not the pages'
     assert_clean([str(error)], capfd)
 
 
@@ -289,7 +291,7 @@ def test_bind_against_a_hanging_listing_ends_at_its_deadline(
             error, waited = timed(session.bind, "echo")
             MEASURED.append(("hang", "tools/list (bind)", code_of(error), waited, session.state))
             assert isinstance(error, pj.McpSessionError) and error.code == "mcp_timeout", error
-            assert waited < TIMEOUT + SLACK, waited
+            assert waited < HANG_GUARD, waited
             assert session.state == "ready" and session.ping() >= 0
     assert_clean([str(error), *session_texts(session)], capfd)
 
@@ -303,7 +305,9 @@ def test_close_gives_an_unanswered_delete_its_grace_then_drops_the_connection(
         _, waited = timed(session.close)
     MEASURED.append(("hang", "DELETE (close)", "-", waited, session.state))
     assert session.state == "closed"
-    assert CLOSE_GRACE - 0.2 < waited < CLOSE_GRACE + SLACK, waited
+    # The close gave the DELETE its grace (the lower bound), then ended (the log says after which grace); the
+    # upper bound is a guard against a hang, not a speed claim.
+    assert CLOSE_GRACE - 0.2 < waited < HANG_GUARD, waited
     assert any(f"within {CLOSE_GRACE:g} s" in row.detail for row in session.log)
     assert_clean(session_texts(session), capfd)
 
@@ -318,8 +322,8 @@ def test_a_server_killed_mid_stream_fails_the_call_at_once_then_the_session(
         with pj.connect(config(dying, "sse-die", "call")) as session:
             result, waited = timed(session.call, "echo", {"text": "fault"}, approve=True)
             MEASURED.append(("sse-die", "call", code_of(result), waited, session.state))
-            assert result.error_code == "mcp_transport_error", result
-            assert waited < FAST, waited
+            assert result.error_code == "mcp_transport_error", result  # at once: not the deadline's mcp_timeout
+            assert waited < HANG_GUARD, waited
             # Nothing listens any more: the next request finds the connection refused, which ends the session.
             with pytest.raises(pj.McpSessionError) as caught:
                 session.ping()
@@ -344,11 +348,10 @@ def test_interpreter_exit_gives_an_unanswered_delete_the_same_grace(server: Faul
     assert process.stdout is not None and process.stderr is not None
     assert process.stdout.readline() == b"ready\n"
     started = time.monotonic()
-    process.wait(timeout=CLOSE_GRACE + 20)
+    process.wait(timeout=HANG_GUARD)  # the interpreter ends though the DELETE is never answered: a hang guard
     waited = time.monotonic() - started
     MEASURED.append(("hang", "DELETE (interpreter exit)", "-", waited, "closed"))
     assert process.returncode == 0
-    assert waited < CLOSE_GRACE + SLACK, waited
     assert [e for e in server.events() if e.get("http") == "DELETE" and e["time"] >= since]
     assert "Traceback" not in process.stderr.read().decode()
 

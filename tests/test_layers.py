@@ -16,12 +16,15 @@ from conftest import ROOT
 PACKAGE = "purra_jupyter"
 # Bottom to top (DESIGN §3). A module may import its own layer's or any lower layer's modules.
 LAYERS = [
-    ("wire", "errors", "markup", "names", "raw_schema"),
+    ("wire", "errors", "markup", "names", "raw_schema", "session_log"),
     ("config",),
     ("runner",),
     ("oauth",),
     ("purra_adapter",),
-    ("http_transport", "stdio_transport"),
+    ("transport",),
+    ("http_transport", "stdio_transport", "memory_transport"),
+    ("tracking",),
+    ("sdk_errors",),
     ("connection",),
     ("catalog",),
     ("bindings",),

@@ -2,10 +2,14 @@
 
 - a request the kit stops waiting for (a timeout, a kernel interrupt) is cancelled on the server, and its
   late answer is discarded (over Streamable HTTP none can come: the request's response is closed at the
-  deadline): the session is still ready well after that, over stdio and HTTP, on the PurrA and the raw path;
+  deadline): the session is still ready after that (no state change at all, and a request answered after
+  the late answer), over stdio and HTTP, on the PurrA and the raw path;
 - a scope validator that raises settles the call in code, by a click and as a batch row with one code;
 - a close from a state observer (the loop thread) ends the server process;
-- connect, bind and refresh each end within their total deadline, however slowly a server pages.
+- connect, bind and refresh each end at their total deadline (its code and message), however slowly a server
+  pages.
+
+How long a wait took is bounded only by HANG_GUARD, a guard against a hang, not a speed claim.
 """
 
 from __future__ import annotations
@@ -17,12 +21,9 @@ from collections.abc import Callable, Iterator
 
 import psutil
 import pytest
-from conftest import children, demo_config, demo_http, interrupt_when, raw_config, wait_until
+from conftest import HANG_GUARD, children, demo_config, demo_http, interrupt_when, raw_config, wait_until
 
 import purra_jupyter as pj
-
-HOLD = 5.0  # how long after the last late answer the session must still be ready
-SLACK = 1.0  # a deadline may be overrun by this much (process and thread scheduling on a busy machine)
 
 
 @pytest.fixture(params=["stdio", "http"])
@@ -53,7 +54,6 @@ def test_a_late_answer_is_discarded_and_the_session_stays_ready(
     session.bind("echo")
     changes: list[str] = []
     session.observe(lambda change: changes.append(change["new"]), names="state")
-    last_late_answer = 0.0
     for raw in (False, True):
         for how in ("timeout", "interrupt"):
             seconds = 3 if how == "timeout" else 30
@@ -66,19 +66,15 @@ def test_a_late_answer_is_discarded_and_the_session_stays_ready(
                 result = session.call("sleep", {"seconds": seconds}, raw=raw, approve=True, timeout=1)
                 assert result.error_code == "mcp_timeout", result
             else:
-                with (
-                    interrupt_when(started, "the server to start sleeping"),
-                    pytest.raises(pj.McpSessionError) as caught,
-                ):
-                    session.call("sleep", {"seconds": seconds}, raw=raw, approve=True, timeout=60)
-                assert caught.value.code == "mcp_interrupted"
+                with interrupt_when(started, "the server to start sleeping"):  # the interrupt rule: a result
+                    result = session.call("sleep", {"seconds": seconds}, raw=raw, approve=True, timeout=60)
+                assert result.error_code == "mcp_interrupted", result
             [request_id] = wait_until(started, what="the server's sleep line")
             # The server was told, by id, and stopped; over stdio its answer to the cancelled request came and
             # was dropped (over HTTP the request's response was closed, so no answer has a way back).
             wait_until(lambda: f"sleep: cancelled (request {request_id})" in stderr(), what="the server's cancel")  # noqa: B023
             if session.connection.transport == "stdio":
                 wait_until(lambda: late_answer_logged(session, request_id), what="the late answer row")  # noqa: B023
-            last_late_answer = time.monotonic()
             assert any(
                 f"cancelled request {request_id} (tools/call)" in row.detail for row in session.log.events("cancel")
             )
@@ -86,10 +82,11 @@ def test_a_late_answer_is_discarded_and_the_session_stays_ready(
             after = session.call("echo", {"text": f"after {how}"}, raw=raw, approve=True)
             assert after.ok, after
 
-    while time.monotonic() < last_late_answer + HOLD:  # the session must hold for this long, not just now
-        assert session.state == "ready", session.cause
-        time.sleep(0.1)
+    # Every late answer has come and gone (over stdio) or cannot come (over HTTP), and requests sent after each
+    # were answered: nothing is left in flight that could still change the state, and ``changes`` holds every
+    # change since the start (none).
     assert changes == [], changes
+    assert session.state == "ready", session.cause
     assert session.ping() >= 0
     assert session.call("add", {"a": 1, "b": 2}, approve=True).structured == {"sum": 3}
 
@@ -149,7 +146,7 @@ def test_closing_from_a_state_observer_ends_the_server_process() -> None:
         except psutil.NoSuchProcess:
             return True
 
-    wait_until(gone, timeout=10, what="the server process to end")
+    wait_until(gone, what="the server process to end")
     assert pj.sessions() == []
 
 
@@ -166,7 +163,7 @@ def test_connect_ends_within_its_deadline_however_slowly_the_server_pages() -> N
     started = time.monotonic()
     with pytest.raises(pj.McpSessionError) as caught:
         pj.connect(slow_pages("drip", delayed_from=1))  # 8 pages × 0.5 s: 4 s against 2 s in all
-    assert time.monotonic() - started < TIMEOUT + SLACK
+    assert time.monotonic() - started < HANG_GUARD  # a guard against a hang; the code and message say it ended
     assert caught.value.code == "mcp_timeout"
     assert "did not finish connecting within 2 s (it reached page" in caught.value.message
     assert pj.sessions() == []
@@ -181,12 +178,12 @@ def test_bind_and_refresh_end_within_their_deadline_and_the_session_stays_usable
             started = time.monotonic()
             with pytest.raises(pj.McpSessionError) as caught:
                 operation()
-            assert time.monotonic() - started < TIMEOUT + SLACK
+            assert time.monotonic() - started < HANG_GUARD  # a guard against a hang, not a speed claim
             assert caught.value.code == "mcp_timeout"
             assert f"did not finish {words} within 2 s (it reached page" in caught.value.message
             assert session.state == "ready"
-        wait_until(lambda: len(session.log.events("cancel")) >= 4, timeout=15, what="the late pages to be discarded")
-        assert session.ping(timeout=15) >= 0
+        wait_until(lambda: len(session.log.events("cancel")) >= 4, what="the late pages to be discarded")
+        assert session.ping(timeout=HANG_GUARD) >= 0
         assert session.state == "ready"
 
 

@@ -7,15 +7,14 @@ import threading
 import time
 from collections.abc import Callable
 
-import psutil
 import pytest
-from conftest import children, demo_config, wait_until
+from conftest import children, demo_config, open_fds, wait_until
 
 import purra_jupyter as pj
 
 SESSIONS = 10
 CALLS = 1000
-SLACK = 2  # descriptors or threads that may legitimately come and go (e.g. a pytest or psutil internal)
+SLACK = 2  # new descriptors or threads that may legitimately be open at the check (e.g. a pytest internal)
 
 
 def in_threads(target: Callable[[int], None], count: int) -> None:
@@ -40,8 +39,12 @@ def in_threads(target: Callable[[int], None], count: int) -> None:
         raise errors[0]
 
 
-def footprint() -> tuple[int, int]:
-    return psutil.Process().num_fds(), threading.active_count()
+def new_since(fds: set[tuple[int, str]], threads: set[threading.Thread]) -> tuple[list[str], list[str]]:
+    """The descriptors and threads open now that were not in the baseline ``fds`` and ``threads`` (what earlier
+    tests left, and what ends or closes meanwhile, does not count: only what this test added)."""
+    return sorted(target for _, target in open_fds() - fds), sorted(
+        thread.name for thread in set(threading.enumerate()) - threads if thread.is_alive()
+    )
 
 
 def echo_count(session: pj.McpSession) -> int:
@@ -57,7 +60,7 @@ def test_ten_sessions_with_a_thousand_interleaved_calls_each_leave_nothing_behin
     with pj.connect(demo_config("warm-up")) as warm:  # start the loop thread and anything else made once
         assert warm.call("echo", {"text": "warm"}, approve=True).ok
     wait_until(lambda: not children(), what="the warm-up server to end")
-    fds, threads = footprint()
+    fds, threads = open_fds(), set(threading.enumerate())  # the baseline: this test's own, after the warm-up
 
     sessions: list[pj.McpSession | None] = [None] * SESSIONS
 
@@ -102,13 +105,14 @@ def test_ten_sessions_with_a_thousand_interleaved_calls_each_leave_nothing_behin
 
     assert pj.sessions() == []
     assert all(session is not None and session.state == "closed" for session in sessions)
-    wait_until(lambda: not children(), timeout=20, what="every server to end")
+    wait_until(lambda: not children(), what="every server to end")
 
     def settled() -> bool:
-        now_fds, now_threads = footprint()
-        return abs(now_fds - fds) <= SLACK and abs(now_threads - threads) <= SLACK
+        new_fds, new_threads = new_since(fds, threads)
+        return len(new_fds) <= SLACK and len(new_threads) <= SLACK
 
     try:
-        wait_until(settled, timeout=20)
+        wait_until(settled, what="the descriptors and threads the sessions opened to close and end")
     except AssertionError:
-        pytest.fail(f"descriptors and threads are {footprint()}, were {(fds, threads)} before the sessions")
+        new_fds, new_threads = new_since(fds, threads)
+        pytest.fail(f"left open after the sessions: descriptors {new_fds}, threads {new_threads}")

@@ -12,7 +12,7 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import DemoHttpServer, children, demo_config, interrupt_when, raw_config, wait_until
+from conftest import HANG_GUARD, DemoHttpServer, children, demo_config, interrupt_when, raw_config, wait_until
 
 import purra_jupyter as pj
 
@@ -39,7 +39,7 @@ def test_stdio_session_opens_is_used_and_closed_from_separate_calls() -> None:
     assert pj.sessions() == []
     for text in (repr(session), repr(session.log), str(session._repr_mimebundle_()), repr(session.config)):
         assert SECRET not in text
-    wait_until(lambda: not (children() & server_pids), timeout=5, what="the server process to end")
+    wait_until(lambda: not (children() & server_pids), what="the server process to end")
     with pytest.raises(pj.McpSessionError) as caught:
         session.ping()
     assert caught.value.code == "mcp_connection_closed"
@@ -102,8 +102,8 @@ def test_interrupt_while_waiting_gives_mcp_interrupted_and_the_session_stays_usa
         ):
             session.connection.request(lambda client: client.call_tool("sleep", {"seconds": 30}), timeout=60)
         raised_at = time.monotonic()
-        assert caught.value.code == "mcp_interrupted"
-        assert raised_at - sent_at[0] < 10  # the interrupt ended the wait, not the server's 30 s
+        assert caught.value.code == "mcp_interrupted"  # the interrupt ended the wait, not the server's 30 s
+        assert raised_at - sent_at[0] < HANG_GUARD  # a guard against a hang, not a speed claim
         assert session.state == "ready"
         result = session.connection.request(lambda client: client.call_tool("echo", {"text": "still here"}))
         assert result.structuredContent == {"text": "still here"}
@@ -136,7 +136,7 @@ def test_connect_failures_have_codes_and_leave_nothing_open(config: pj.ServerCon
     assert caught.value.code == code
     assert words in caught.value.message
     assert pj.sessions() == []
-    wait_until(lambda: not (children() - before), timeout=10, what="no child process left")
+    wait_until(lambda: not (children() - before), what="no child process left")
 
 
 def test_a_failed_connect_keeps_the_servers_stderr_apart_from_its_message(
@@ -195,8 +195,8 @@ def test_a_request_in_flight_ends_when_the_server_dies() -> None:
         with pytest.raises(pj.McpSessionError) as caught:
             session.connection.request(lambda client: client.call_tool("sleep", {"seconds": 30}), timeout=60)
         killer.join()
-        assert caught.value.code == "mcp_connection_closed"
-        assert time.monotonic() - started < 10
+        assert caught.value.code == "mcp_connection_closed"  # the server's end, not the request's 60 s timeout
+        assert time.monotonic() - started < HANG_GUARD  # a guard against a hang, not a speed claim
         assert session.state == "failed"
 
 
@@ -269,7 +269,7 @@ def test_interpreter_exit_closes_open_sessions_and_their_servers() -> None:
     assert run.returncode == 0, run.stderr
     pid_line, report = run.stdout.splitlines()
     assert report == "closed | interpreter exit"
-    wait_until(lambda: not psutil.pid_exists(int(pid_line)), timeout=5, what="the server to end with the interpreter")
+    wait_until(lambda: not psutil.pid_exists(int(pid_line)), what="the server to end with the interpreter")
 
 
 def test_an_observer_that_raises_is_logged_and_the_session_keeps_working() -> None:

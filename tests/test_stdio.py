@@ -12,7 +12,7 @@ import time
 
 import psutil
 import pytest
-from conftest import SERVERS, children, interrupt_when, raw_config, stderr_after, wait_until
+from conftest import HANG_GUARD, SERVERS, children, interrupt_when, raw_config, stderr_after, wait_until
 from mcp.client import stdio as sdk_stdio
 
 import purra_jupyter as pj
@@ -118,8 +118,8 @@ def test_closing_ends_a_server_that_hangs_on_exit_and_what_it_started() -> None:
     session.close()
     took = time.monotonic() - started
     assert session.state == "closed"
-    assert gone(server) and gone(child)
-    assert took < 4 * stdio_transport.EXIT_SECONDS  # stdin's end, then SIGTERM, then SIGKILL, each bounded
+    assert gone(server) and gone(child)  # stdin's end, then SIGTERM, then SIGKILL, each bounded, ended them
+    assert took < HANG_GUARD  # a guard against a hang, not a speed claim
 
 
 def test_an_interrupted_connect_ends_the_server_and_its_child_in_the_background() -> None:
@@ -129,7 +129,11 @@ def test_an_interrupted_connect_ends_the_server_and_its_child_in_the_background(
     with interrupt_when(lambda: len(children() - before) == 2, "the server and its child") as sent_at:
         with pytest.raises(pj.McpSessionError) as caught:
             pj.connect(config)
+    raised_at = time.monotonic()
+    # The cell did not wait for the ending: the server, which ignores its stdin's end and SIGTERM, still runs
+    # (only a SIGKILL after both graces ends it).
+    assert children() - before, "the server was ended before the cell got its error"
     assert caught.value.code == "mcp_interrupted"
-    assert time.monotonic() - sent_at[0] < stdio_transport.EXIT_SECONDS  # the cell did not wait for the ending
-    wait_until(lambda: not (children() - before), timeout=3 * stdio_transport.EXIT_SECONDS, what="no process left")
+    assert raised_at - sent_at[0] < HANG_GUARD  # a guard against a hang, not a speed claim
+    wait_until(lambda: not (children() - before), what="no process left")
     assert pj.sessions() == []

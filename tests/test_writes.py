@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import assert_safe, demo_config, wait_until
+from conftest import assert_safe, demo_config, demo_for, wait_until
 from IPython.core.error import UsageError
 from purra.contracts import ToolPolicy
 from purra_mcp import McpWriteToolBinding, discover_mcp_write_tools
@@ -30,8 +30,8 @@ EMPTY = {"text": [], "structured": None}
 
 
 @pytest.fixture
-def demo() -> Iterator[pj.McpSession]:
-    with pj.connect(demo_config(), approval="auto") as session:
+def demo(request: pytest.FixtureRequest) -> Iterator[pj.McpSession]:
+    with pj.connect(demo_for(request), approval="auto") as session:
         yield session
 
 
@@ -117,6 +117,7 @@ def test_writes_over_streamable_http(demo_http_url: str) -> None:
         assert added.structured["id"] not in [note["id"] for note in notes(session)]
 
 
+@pytest.mark.process
 def test_interrupt_during_a_slow_write_after_dispatch_leaves_its_effect_unknown(demo: pj.McpSession) -> None:
     bind_notes(demo)
 
@@ -146,6 +147,7 @@ def test_interrupt_during_a_slow_write_after_dispatch_leaves_its_effect_unknown(
     assert demo.state == "ready"
 
 
+@pytest.mark.process
 def test_cancel_on_a_running_write_settles_it_unknown(demo: pj.McpSession) -> None:
     bind_notes(demo)
     pending = demo.call("add_note", {"text": "slow", "delay_seconds": 20})

@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 import time
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ipywidgets as widgets
 from traitlets import dlink
 
 from .. import runner
-from ..calls import Call
+from ..calls import Call, Job
 from ..catalog import DESTRUCTIVE, WRITE, name_html
+from ..evaluate import Batch
 from ..markup import ERROR_COLOR, WARN_COLOR, key_value_table, pre
 from ..names import one_line, visible
 from ..wire import RUNNING
@@ -34,10 +35,6 @@ from .records import (
     state_word,
 )
 
-if TYPE_CHECKING:
-    from ..calls import CallPlan
-    from ..evaluate import Batch
-
 HINTS_LABEL = "server hints — grant no authority"
 SERVER_TITLE_LABEL = "the server's title"
 SERVER_DESCRIPTION_LABEL = "the server's description"
@@ -47,7 +44,7 @@ class PendingCall(Call):
     """A call waiting for a decision; displays as the approval widget, and its output becomes the call's
     static record (decision and result) once it settled. ``result`` is set once decided."""
 
-    def __init__(self, job: CallPlan | Batch) -> None:
+    def __init__(self, job: Job) -> None:
         super().__init__(job)
         self.widget = ApprovalWidget(self)
         self._outputs = [LiveOutput()]  # its own, and a form's when it reviewed this call
@@ -86,7 +83,7 @@ class ApprovalWidget(widgets.VBox):
         job = call.job
         self.approve_button = widgets.Button(description="Approve", button_style="success", icon="check")
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
-        batch = getattr(job, "progress_total", None) is not None
+        batch = isinstance(job, Batch)
         self.cancel_button = widgets.Button(
             description="Stop" if batch else "Cancel",
             icon="stop",
@@ -99,7 +96,7 @@ class ApprovalWidget(widgets.VBox):
         self.status = widgets.HTML(_status_html(call))
         self._started = 0.0
         progress = []
-        if batch:  # a bar and counts that follow the rows of the approved batch (refused rows are not progress)
+        if isinstance(job, Batch):  # a bar and counts that follow the rows of the approved batch (refused rows: no)
             bar = widgets.IntProgress(min=0, max=max(job.progress_total, 1))
             dlink((job, "finished"), (bar, "value"))
             self.counts = widgets.HTML(_counts_html(job))
@@ -132,7 +129,8 @@ class ApprovalWidget(widgets.VBox):
         """The state's word; while running, with the time it has run (and its timeout)."""
         running = ""
         if self._call.state == RUNNING:
-            limit = f" (timeout {self._call.job.timeout:g} s)" if hasattr(self._call.job, "timeout") else ""
+            timeout = self._call.job.timeout
+            limit = f" (timeout {timeout:g} s)" if timeout is not None else ""
             running = f" {time.monotonic() - self._started:.1f} s{limit}"
         self.status.value = _status_html(self._call, running)
 

@@ -1,0 +1,80 @@
+"""A session's log: the last events of one connection, each detail scrubbed of secrets before it is cut."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from .markup import CELL, WRAPPED_CELL
+
+LOG_ROWS = 10_000
+DETAIL_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    time: datetime
+    event: str
+    detail: str
+
+
+class SessionLog:
+    """The last ``LOG_ROWS`` events of a session, each detail scrubbed of secrets; appended from any thread.
+    Times are the machine's local time; shown as ``HH:MM:SS.mmm`` with each detail whole."""
+
+    def __init__(
+        self, scrub: Callable[[str], str] = str, maxlen: int = LOG_ROWS, rows: Iterable[LogEntry] = ()
+    ) -> None:
+        self._rows: deque[LogEntry] = deque(rows, maxlen=maxlen)
+        self._scrub = scrub
+
+    def add(self, event: str, detail: str = "") -> None:
+        detail = self._scrub(detail)  # before cutting, so no part of a secret survives the cut
+        if len(detail) > DETAIL_CHARS:
+            detail = detail[:DETAIL_CHARS] + "…"
+        self._rows.append(LogEntry(datetime.now(UTC), event, detail))  # local time when shown: a stderr flood
+        # adds rows by the thousand, and a time zone lookup per row would slow it down
+
+    def __iter__(self) -> Iterator[LogEntry]:
+        return iter(tuple(self._rows))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def events(self, event: str) -> list[LogEntry]:
+        return [row for row in self if row.event == event]
+
+    def last(self, count: int) -> SessionLog:
+        """A copy holding the last ``count`` rows (what ``%mcp_log`` shows)."""
+        return SessionLog(maxlen=max(count, 1), rows=tuple(self._rows)[-count:] if count > 0 else ())
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        rows = [(row.time.astimezone(), row.event, row.detail) for row in self]  # the machine's local time
+        return pd.DataFrame(rows, columns=["time", "event", "detail"])
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{_clock(row.time)}  {row.event:<12} {row.detail}" for row in self) or "(no events)"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        rows = "".join(
+            f"<tr><td {CELL}><code>{_clock(row.time)}</code></td><td {CELL}>{escape(row.event)}</td>"
+            f"<td {WRAPPED_CELL}>{escape(row.detail)}</td></tr>"
+            for row in self
+        )
+        head = "".join(f"<th {CELL}>{name}</th>" for name in ("time", "event", "detail"))
+        html = f"<table class='purra-log'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        return {"text/plain": repr(self), "text/html": html}
+
+
+def _clock(time: datetime) -> str:
+    """``HH:MM:SS.mmm`` in the machine's local time."""
+    return f"{time.astimezone():%H:%M:%S.%f}"[:-3]
+
+
+__all__ = ["LogEntry", "SessionLog"]

@@ -1,0 +1,115 @@
+"""The one seam where what the MCP SDK, anyio and purra raise becomes a kit code (``sdk_errors.translate``): each
+exception class they raise there, fed as the real exception, gives its code and a message that names only what the
+kit knows (the server's words go to ``server_text``, scrubbed); anything else is a bug of the kit and is raised."""
+
+from __future__ import annotations
+
+import errno
+import json
+import sys
+from typing import Any
+
+import anyio
+import pydantic
+import pytest
+from mcp import types
+from mcp.shared.exceptions import McpError, UrlElicitationRequiredError
+from purra.structured import StructuredOutputError
+from purra_mcp import McpAdapterError
+
+import purra_jupyter as pj
+from purra_jupyter.config import Scrubber
+from purra_jupyter.sdk_errors import Speaker, translate
+from purra_jupyter.tracking import Deadline
+
+SECRET = "sk-live-0123456789abcdef"
+CONFIG = pj.ServerConfig("srv", command=sys.executable, env={"TOKEN": SECRET}, timeout=7)
+STDIO = Speaker("srv", CONFIG, "stdio", Scrubber(CONFIG.secrets), "")
+
+
+def validation_error() -> pydantic.ValidationError:
+    try:
+        types.JSONRPCMessage.model_validate_json(f'{{"jsonrpc": "2.0", "nonsense": "{SECRET}"}}')
+    except pydantic.ValidationError as error:
+        return error
+    raise AssertionError("pydantic accepted it")
+
+
+def decode_error() -> json.JSONDecodeError:
+    try:
+        json.loads(f"{{{SECRET}")
+    except json.JSONDecodeError as error:
+        return error
+    raise AssertionError("json accepted it")
+
+
+def mcp_error(code: int, message: str = f"the server says {SECRET} at https://evil.example/x") -> McpError:
+    return McpError(types.ErrorData(code=code, message=message))
+
+
+# (exception, connecting, code, words the message holds)
+CASES: list[tuple[BaseException, bool, str, str]] = [
+    (McpAdapterError("", code="mcp_protocol_unsupported"), True, "mcp_protocol_unsupported", "protocol version"),
+    (McpAdapterError("", code="mcp_catalog_limit_exceeded"), False, "mcp_catalog_limit_exceeded", "PurrA's limits"),
+    (McpAdapterError("", code="mcp_pagination_invalid"), False, "mcp_pagination_invalid", "invalid cursor"),
+    (StructuredOutputError("", code="mcp_schema_unsupported"), False, "mcp_schema_unsupported", "profile"),
+    (TimeoutError(), True, "mcp_timeout", "did not answer initialize within 7 s"),
+    (TimeoutError(), False, "mcp_timeout", "did not answer within 7 s"),
+    (mcp_error(-32001), False, "mcp_timeout", "did not answer in time"),
+    (mcp_error(408), False, "mcp_timeout", "did not answer in time"),
+    (mcp_error(types.CONNECTION_CLOSED), True, "mcp_connect_failed", "closed the connection during initialize"),
+    (mcp_error(types.CONNECTION_CLOSED), False, "mcp_connection_closed", "closed the connection"),
+    (mcp_error(-32602), False, "mcp_protocol_error", "answered with error -32602"),
+    (mcp_error(-32603), True, "mcp_protocol_error", "answered with error -32603"),
+    (UrlElicitationRequiredError([]), False, "mcp_protocol_error", "answered with error"),
+    (anyio.ClosedResourceError(), False, "mcp_connection_closed", "closed the connection"),
+    (anyio.BrokenResourceError(), False, "mcp_connection_closed", "closed the connection"),
+    (anyio.EndOfStream(), True, "mcp_connect_failed", "closed the connection"),
+    (OSError(errno.ENOENT, "No such file or directory"), True, "mcp_connect_failed", "Could not start"),
+    (OSError(errno.EACCES, "Permission denied"), True, "mcp_connect_failed", "Permission denied"),
+    (BrokenPipeError(errno.EPIPE, "Broken pipe"), False, "mcp_transport_error", "a failure (BrokenPipeError)"),
+    (validation_error(), False, "mcp_transport_error", "an answer the MCP SDK cannot read (ValidationError)"),
+    (decode_error(), True, "mcp_connect_failed", "an answer the MCP SDK cannot read (JSONDecodeError)"),
+    (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), False, "mcp_transport_error", "cannot read"),
+    (RuntimeError(f"Unsupported protocol version from the server: {SECRET}"), True, "mcp_connect_failed", "failure"),
+]
+
+
+@pytest.mark.parametrize(("exception", "connecting", "code", "words"), CASES, ids=lambda v: type(v).__name__)
+def test_each_exception_the_sdk_anyio_or_purra_raise_has_its_code_and_a_message_of_the_kits_words(
+    exception: BaseException, connecting: bool, code: str, words: str
+) -> None:
+    error = translate(exception, STDIO, connecting=connecting, deadline=None)
+    assert isinstance(error, pj.McpSessionError)
+    assert (error.code, words in error.message) == (code, True), error.message
+    assert "\n" not in error.message  # one line
+    for text in (error.message, error.server_text, str(error)):
+        assert SECRET not in text
+        assert "evil.example" not in error.message  # what the server chose is never part of the message
+    if code == "mcp_protocol_error" and str(exception).startswith("the server says"):  # its words, apart
+        assert "the server says ***" in error.server_text and "evil.example" in error.server_text
+
+
+def test_a_deadline_names_its_whole_time_and_a_missing_working_directory_is_named() -> None:
+    error = translate(TimeoutError(), STDIO, connecting=True, deadline=Deadline(3, "connecting"))
+    assert error.message == "Server 'srv' did not answer initialize within 3 s."
+    missing = pj.ServerConfig("srv", command=sys.executable, cwd="/no/such/directory")
+    speaker = Speaker("srv", missing, "stdio", Scrubber(()), "")
+    error = translate(FileNotFoundError(errno.ENOENT, "No such file"), speaker, connecting=True, deadline=None)
+    assert (error.code, error.message) == (
+        "mcp_connect_failed",
+        "The working directory '/no/such/directory' of 'srv' does not exist.",
+    )
+
+
+@pytest.mark.parametrize(
+    "bug",
+    [KeyError("row"), AttributeError("'NoneType' object has no attribute 'x'"), TypeError("bad"), AssertionError()],
+)
+def test_an_exception_none_of_them_raises_is_a_bug_of_the_kit_and_is_raised_with_its_traceback(bug: Any) -> None:
+    try:
+        raise bug  # (so that it has a traceback, as a real one would)
+    except Exception as raised:
+        with pytest.raises(type(bug)) as caught:
+            translate(raised, STDIO, connecting=False, deadline=None)
+    assert caught.value is bug and caught.value.__traceback__ is not None
