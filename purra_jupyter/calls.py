@@ -33,7 +33,7 @@ from .connection import CancelToken, Connection
 from .envelope import Envelope, RawResult
 from .errors import HostCodeError, McpSessionError
 from .names import visible
-from .purra_adapter import json_bytes, remote_contract
+from .purra_adapter import json_bytes, remote_contract, run_state
 from .raw_schema import Check, Misfit
 from .wire import (
     APPROVAL_DENIED,
@@ -276,7 +276,7 @@ async def _execute(plan: CallPlan, client: ClientSession) -> Result:
     registration = bindings.registration(plan.remote)
     started = time.perf_counter()
     try:
-        result = await registration.handler(None, plan.arguments)
+        result = await registration.handler(run_state(), plan.arguments)
     except HostCodeError as error:  # the scope validator, which runs before anything is sent
         return plan.fail(HOST_ERROR, str(error), ms_since(started))
     except Exception as error:  # purra-mcp's handler catches every server failure: this is the host's

@@ -331,7 +331,7 @@ class Connection(HasTraits):
             self._client = client
             try:
                 result = await self.run(lambda client: client.initialize(), deadline)  # a wait like any other
-                self.monitor.accept_protocol_version(result.protocolVersion)
+                self.monitor.accept_protocol_version(str(result.protocolVersion))  # the SDK admits an int
                 yield result
             finally:
                 tasks.cancel_scope.cancel()  # cancellation notices still going out are not waited for

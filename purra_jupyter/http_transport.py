@@ -42,7 +42,7 @@ from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCRespo
 
 from .config import Scrubber, ServerConfig, is_secure, redact_url
 from .errors import SERVER_TEXT_CHARS, SERVER_TEXT_NOTE
-from .oauth import AuthFailed, AuthorizationRequest, IssuerCheck, Person, provider
+from .oauth import AuthFailed, AuthorizationRequest, IssuerCheck, Person, forget_tokens, provider
 from .transport import Failure, Streams, TransportContext
 from .wire import (
     AUTH_FAILED,
@@ -210,8 +210,7 @@ class HttpTransport:
     async def forget_authorization(self) -> None:
         """Drop the tokens (in the SDK's provider and its storage): the next request starts the flow over."""
         if self._auth is not None:
-            self._auth.context.clear_tokens()
-            await self._auth.context.storage.forget_tokens()
+            await forget_tokens(self._auth)
 
     def drop(self, request_id: RequestId) -> None:
         """Stop the exchange of ``request_id`` now: its response is closed, nothing more of it is read."""
@@ -380,7 +379,7 @@ class HttpTransport:
         """Forward one server message to the session; ``True`` when it is the answer to ``sent``."""
         root = message.root
         answer = isinstance(root, JSONRPCResponse | JSONRPCError)
-        if answer and sent is not None and root.id != sent.id:
+        if isinstance(root, JSONRPCResponse | JSONRPCError) and sent is not None and root.id != sent.id:
             raise self._failed(PROTOCOL_ERROR, f"answered {sent.method} (request {sent.id!r}) with the answer to "
                                "another request", server_text=f"the answer's id: {root.id!r}")  # fmt: skip
         if answer and sent is not None and sent.method == "initialize" and isinstance(root, JSONRPCResponse):
@@ -535,7 +534,8 @@ class HttpTransport:
 
 
 def _content_type(response: httpx.Response) -> str:
-    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    value: str = response.headers.get("content-type", "")
+    return value.partition(";")[0].strip().lower()
 
 
 def _body(message: JSONRPCMessage) -> bytes:

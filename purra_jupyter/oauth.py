@@ -407,6 +407,14 @@ def provider(config: ServerConfig, learn: Callable[..., None], person: Person | 
     )
 
 
+async def forget_tokens(auth: OAuthClientProvider) -> None:
+    """Drop the tokens in the SDK's provider and in the storage ``provider`` gave it: the next request starts the
+    flow over."""
+    auth.context.clear_tokens()
+    if isinstance(auth.context.storage, MemoryTokens):
+        await auth.context.storage.forget_tokens()
+
+
 async def run_sync_or_async(func: Authorize, url: str) -> object:
     """``func(url)``, awaited if it is async, else in a worker thread (a person's function may block). What it
     gives back is a person's code's: checked by the caller (``Authorization.code_of``)."""

@@ -20,6 +20,7 @@ from .wire import PURRA_INCOMPATIBLE
 
 if TYPE_CHECKING:
     from mcp import ClientSession, types
+    from purra.contracts.tools import ExecutionState
     from purra.structured import StructuredOutputContract, StructuredOutputLimits
     from purra_mcp import McpToolLimits
 
@@ -80,6 +81,13 @@ def remote_contract(schema: object, limits: McpToolLimits) -> StructuredOutputCo
     if isinstance(outcome, Exception):
         raise outcome.with_traceback(None)
     return outcome
+
+
+def run_state() -> ExecutionState:
+    """A run's state as PurrA's core hands it to a tool handler: fresh, since the kit runs one call per run."""
+    from purra.contracts.tools import ExecutionState
+
+    return ExecutionState()
 
 
 @functools.lru_cache(maxsize=1024)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 
@@ -154,7 +155,7 @@ _HINT_WORDS = (
 RAW_BANNER = "raw MCP call — outside the PurrA contract: no envelope, no PurrA checks on the result"
 
 
-def hint_words(annotations: dict[str, Any]) -> list[str]:
+def hint_words(annotations: Mapping[str, Any]) -> list[str]:
     """A tool's behaviour hints as words ("read-only", "not destructive"); the server's claims, nothing more."""
     words = []
     for key, word in _HINT_WORDS:
