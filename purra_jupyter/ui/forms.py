@@ -335,11 +335,11 @@ class SchemaForm(widgets.VBox):
                 assert self.root is not None  # a form without an editor has its fields
                 value = self.root.value()
         except FieldError as error:
-            self._refuse(error.path, str(error))
+            self._show_problem(error.path, str(error))
             return None
         found = self.check(value)
         if found is not None:
-            self._refuse(found.path, found.problem)
+            self._show_problem(found.path, found.problem)
             return None
         self._show_problem(None, "")
         return value
@@ -351,9 +351,6 @@ class SchemaForm(widgets.VBox):
         if self._building:
             return
         self.review_button.disabled = self.arguments() is None
-
-    def _refuse(self, path: str, problem: str) -> None:
-        self._show_problem(path, problem)
 
     def _show_problem(self, path: str | None, problem: str) -> None:
         """One place for the problem: in words next to its field once a person edited it (the path and the
