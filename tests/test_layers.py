@@ -22,7 +22,7 @@ LAYERS = [
     ("oauth",),
     ("purra_adapter",),
     ("transport",),
-    ("http_transport", "stdio_transport", "memory_transport"),
+    ("http_transport", "sse", "stdio_transport", "memory_transport"),
     ("tracking",),
     ("sdk_errors",),
     ("connection",),
