@@ -345,17 +345,22 @@ class _Exchanges:
 
     async def _take(self, message: JSONRPCMessage, sent: _Sent | None) -> bool:
         """Forward one server message to the session; ``True`` when it is the answer to ``sent``."""
-        root = message.root
-        answer = isinstance(root, JSONRPCResponse | JSONRPCError)
-        if isinstance(root, JSONRPCResponse | JSONRPCError) and sent is not None and root.id != sent.id:
+        answer = sent is not None and self._answers(message.root, sent)
+        await self._incoming.send(SessionMessage(message))
+        return answer
+
+    def _answers(self, root: object, sent: _Sent) -> bool:
+        """Whether ``root`` is the answer to ``sent``; an answer to another request breaks the exchange."""
+        if not isinstance(root, JSONRPCResponse | JSONRPCError):
+            return False
+        if root.id != sent.id:
             raise self._session.failed(PROTOCOL_ERROR, f"answered {sent.method} (request {sent.id!r}) with the "
                                        "answer to another request",
                                        server_text=f"the answer's id: {root.id!r}")  # fmt: skip
-        if answer and sent is not None and sent.method == "initialize" and isinstance(root, JSONRPCResponse):
+        if sent.method == "initialize" and isinstance(root, JSONRPCResponse):
             version = root.result.get("protocolVersion")
             self._session.protocol_version = version if isinstance(version, str) else None
-        await self._incoming.send(SessionMessage(message))
-        return answer and sent is not None
+        return True
 
     async def deliver(self, message: JSONRPCMessage, what: str) -> None:
         """POST a notification or a response (the server owes no answer but ``202``), within the timeout."""
