@@ -13,13 +13,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 from . import purra_adapter
 from .connection import Connection
 from .errors import KEPT_APART, McpSessionError
-from .markup import CELL, ERROR_COLOR, OK_COLOR, WRAPPED_CELL
+from .markup import ERROR_COLOR, OK_COLOR, Html, join, table, tag, td
 from .names import look_alikes, name_warning, one_line, visible
 from .purra_adapter import canonical_json
 from .wire import BINDING_INVALID, CATALOG_MIME, CATALOG_STALE, DIGEST_MISMATCH, EVENT_LIST, EVENT_LIST_CHANGED
@@ -279,30 +278,32 @@ class Catalog:
             lines.extend(f"      {reason}" for reason in tool.reasons)
         return "\n".join(lines)
 
-    def _repr_html_table(self) -> str:
+    def _repr_html_table(self) -> Html:
         rows = []
         for tool in self.tools:
             badge = _badge("callable", OK_COLOR) if tool.callable else _badge("not callable", ERROR_COLOR)
-            reasons = "".join(f"<li>{escape(reason)}</li>" for reason in tool.reasons)
+            reasons = tag("ul", join(tag("li", reason) for reason in tool.reasons))
             rows.append(
-                f"<tr><td {CELL}>{name_html(tool)}</td>"
-                f"<td {CELL}>{escape(one_line(tool.title or '', TITLE_CHARS))}</td>"
-                f"<td {WRAPPED_CELL}>{escape(visible(_shorten(tool.description)))}</td>"
-                f"<td {CELL}>{badge}</td><td {CELL}>{escape(tool.input_verdict)}</td>"
-                f"<td {CELL}>{escape(tool.output_verdict)}</td>"
-                f"<td {CELL}>{escape(tool.bindable_as)}</td>"
-                f"<td {CELL}>{escape(tool.bound_label)}</td><td {WRAPPED_CELL}><ul>{reasons}</ul></td></tr>"
+                tag(
+                    "tr",
+                    td(name_html(tool)),
+                    td(one_line(tool.title or "", TITLE_CHARS)),
+                    td(visible(_shorten(tool.description)), wrapped=True),
+                    td(badge),
+                    td(tool.input_verdict),
+                    td(tool.output_verdict),
+                    td(tool.bindable_as),
+                    td(tool.bound_label),
+                    td(reasons, wrapped=True),
+                )
             )
-        note = f"<p>{escape(self.note)}</p>" if self.note else ""
-        dropped = f"<p>Dropped bindings: {escape(', '.join(self.dropped))}</p>" if self.dropped else ""
-        head = "".join(f"<th {CELL}>{name}</th>" for name in _HTML_COLUMNS)
-        return (
-            f"<div class='purra-catalog'><p><b>{escape(self.summary)}</b></p>{note}{dropped}"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-        )
+        note = tag("p", self.note) if self.note else None
+        dropped = tag("p", f"Dropped bindings: {', '.join(self.dropped)}") if self.dropped else None
+        summary = tag("p", tag("b", self.summary))
+        return tag("div", summary, note, dropped, table(_HTML_COLUMNS, rows), class_="purra-catalog")
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
-        return {CATALOG_MIME: self.to_json(), "text/html": self._repr_html_table(), "text/plain": repr(self)}
+        return {CATALOG_MIME: self.to_json(), "text/html": str(self._repr_html_table()), "text/plain": repr(self)}
 
 
 _HTML_COLUMNS = ("tool", "title", "description", "verdict", "input", "output", "bindable as", "bound as", "reasons")
@@ -311,12 +312,14 @@ _HTML_COLUMNS = ("tool", "title", "description", "verdict", "input", "output", "
 TITLE_CHARS = 120  # a server's title shown on one line
 
 
-def name_html(tool: ToolVerdict) -> str:
-    """The tool's name as code (escaped, isolated from the text around it), then its warning, in the warning
-    colour."""
+def name_html(tool: ToolVerdict, style: str | None = None) -> Html:
+    """The tool's name as code (escaped, isolated from the text around it; ``style`` for the code element), then
+    its warning, in the warning colour."""
     warning = tool.name_warning
-    mark = f" <b class='purra-name-warning' style='color:{ERROR_COLOR}'>⚠ {escape(warning)}</b>" if warning else ""
-    return f"<code class='purra-tool-name'>{escape(tool.shown_name)}</code>{mark}"
+    mark = None
+    if warning:
+        mark = join([" ", tag("b", f"⚠ {warning}", class_="purra-name-warning", style=f"color:{ERROR_COLOR}")])
+    return join([tag("code", tool.shown_name, style=style, class_="purra-tool-name"), mark])
 
 
 def reasons_note(tool: ToolVerdict) -> str:
@@ -330,8 +333,8 @@ def _shorten(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _badge(text: str, color: str) -> str:
-    return f"<span style='color:{color};font-weight:bold'>{escape(text)}</span>"
+def _badge(text: str, color: str) -> Html:
+    return tag("span", text, style=f"color:{color};font-weight:bold")
 
 
 # --- purra-mcp's own rules (through purra_adapter: the same code a PurrA host runs on the same listing) ---

@@ -10,11 +10,10 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass, field
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 from .errors import McpSessionError
-from .markup import CELL, ERROR_COLOR, OK_COLOR, WRAPPED_CELL, pre
+from .markup import ERROR_COLOR, OK_COLOR, Html, join, pre, table, tag, td
 from .names import visible
 from .wire import COMMITTED, ENVELOPE_MIME, NOT_STARTED, NOT_TABULAR, RAW_RESULT_MIME, UNKNOWN
 
@@ -43,11 +42,11 @@ def _status(error_code: str | None) -> str:
     return "ok" if error_code is None else error_code
 
 
-def _header_html(kind: str, server: str, tool: str, error_code: str | None, elapsed_ms: float) -> str:
+def _header_html(kind: str, server: str, tool: str, error_code: str | None, elapsed_ms: float) -> Html:
     color = OK_COLOR if error_code is None else ERROR_COLOR
-    return (
-        f"<div><b>{escape(kind)}</b> · <span style='color:{color};font-weight:bold'>{escape(_status(error_code))}"
-        f"</span> · {escape(server)} · <code>{escape(visible(tool))}</code> · {elapsed_ms:.0f} ms</div>"
+    status = tag("span", _status(error_code), style=f"color:{color};font-weight:bold")
+    return tag(
+        "div", tag("b", kind), " · ", status, f" · {server} · ", tag("code", visible(tool)), f" · {elapsed_ms:.0f} ms"
     )
 
 
@@ -58,24 +57,23 @@ def _json_text(value: Any) -> str:
 FOLD_LINES = 12  # structured JSON longer than this is folded (a <details> the reader opens)
 
 
-def _json_block(label: str, value: Any) -> str:
+def _json_block(label: str, value: Any) -> Html:
     """Structured content as indented JSON text; folded beyond ``FOLD_LINES`` lines."""
     text = _json_text(value)
     lines = text.count("\n") + 1
     if lines <= FOLD_LINES:
         return pre(text)
-    return f"<details><summary>{escape(label)} ({lines} lines of JSON)</summary>{pre(text)}</details>"
+    return tag("details", tag("summary", f"{label} ({lines} lines of JSON)"), pre(text))
 
 
-def _table_html(records: list[dict[str, Any]]) -> str:
+def _table_html(records: list[dict[str, Any]]) -> Html:
     columns = list(dict.fromkeys(key for record in records for key in record))
-    head = "".join(f"<th {CELL}>{escape(str(column))}</th>" for column in columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td {WRAPPED_CELL}>{escape(_cell(record.get(column)))}</td>" for column in columns) + "</tr>"
+    rows = (
+        tag("tr", join(td(_cell(record.get(column)), wrapped=True) for column in columns))
         for record in records[:_PREVIEW_ROWS]
     )
-    more = f"<p>… {len(records) - _PREVIEW_ROWS} more rows</p>" if len(records) > _PREVIEW_ROWS else ""
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+    more = tag("p", f"… {len(records) - _PREVIEW_ROWS} more rows") if len(records) > _PREVIEW_ROWS else None
+    return join([table((str(column) for column in columns), rows), more])
 
 
 def _cell(value: Any) -> str:
@@ -210,16 +208,14 @@ _EFFECT_NOTES = {
 }
 
 
-def _effect_html(envelope: Envelope) -> str:
+def _effect_html(envelope: Envelope) -> Html:
     """The effect state; ``unknown`` as a warning a person cannot miss."""
     state = envelope.effect_state
     note = _EFFECT_NOTES.get(state, "")
     if state == UNKNOWN:
-        return (
-            f"<div class='purra-effect purra-effect-unknown' style='font-weight:bold;border:2px solid {ERROR_COLOR};"
-            f"padding:2px 8px;margin:4px 0'>effect: {escape(state)}{escape(note)}</div>"
-        )
-    return f"<div class='purra-effect'><small>effect: {escape(state)}{escape(note)}</small></div>"
+        style = f"font-weight:bold;border:2px solid {ERROR_COLOR};padding:2px 8px;margin:4px 0"
+        return tag("div", f"effect: {state}{note}", class_="purra-effect purra-effect-unknown", style=style)
+    return tag("div", tag("small", f"effect: {state}{note}"), class_="purra-effect")
 
 
 def _server_text_lines(result: Envelope | RawResult) -> list[str]:
@@ -229,15 +225,15 @@ def _server_text_lines(result: Envelope | RawResult) -> list[str]:
 
 
 def _bundle(
-    result: Envelope | RawResult, mime: str, label: str, css_class: str, body: list[str], payload: dict[str, Any]
+    result: Envelope | RawResult, mime: str, label: str, css_class: str, body: list[Html], payload: dict[str, Any]
 ) -> dict[str, Any]:
     """The MIME bundle of a call result: our MIME type for the extension, escaped HTML, plain text. The kit's
     note and the server's own error text come first, outside ``payload`` (the result itself)."""
     parts = [_header_html(label, result.server, result.tool, result.error_code, result.elapsed_ms)]
     if result.message:
-        parts.append(f"<p>{escape(result.message)}</p>")
+        parts.append(tag("p", result.message))
     if result.server_text:
-        parts.append(f"<div><small>{escape(SERVER_WORDS)}</small>{pre(result.server_text)}</div>")
+        parts.append(tag("div", tag("small", SERVER_WORDS), pre(result.server_text)))
     data = {
         "server": result.server,
         "tool": result.tool,
@@ -247,8 +243,8 @@ def _bundle(
         "serverText": result.server_text,
         **payload,
     }
-    html = f"<div class='{css_class}'>" + "".join(parts + body) + "</div>"
-    return {mime: data, "text/html": html, "text/plain": repr(result)}
+    html = tag("div", join(parts + body), class_=css_class)
+    return {mime: data, "text/html": str(html), "text/plain": repr(result)}
 
 
 def _block_text(block: dict[str, Any]) -> str:
@@ -278,12 +274,11 @@ def image_data_uri(block: dict[str, Any]) -> str | None:
     return f"data:{mime};base64,{data}"
 
 
-def _block_html(block: dict[str, Any]) -> str:
+def _block_html(block: dict[str, Any]) -> Html:
     if block.get("type") == "image":
         uri = image_data_uri(block)
         if uri is not None:
             # tiny images (icons, test patterns) scaled up to a size a person can see, their pixels kept sharp
             style = "min-width:64px;max-width:100%;image-rendering:pixelated"
-            return f"<img alt='image from the server' style='{style}' src=\"{escape(uri, quote=True)}\">"
-    label = escape(str(block.get("type")))
-    return f"<div><small>{label}</small>{pre(_block_text(block))}</div>"
+            return tag("img", alt="image from the server", style=style, src=uri)
+    return tag("div", tag("small", str(block.get("type"))), pre(_block_text(block)))

@@ -16,7 +16,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from html import escape
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -28,7 +27,7 @@ from .calls import CallPlan, Result
 from .connection import CancelToken, Connection
 from .envelope import RawResult
 from .errors import McpSessionError
-from .markup import key_value_table
+from .markup import key_value_table, tag
 from .wire import CATALOG_STALE, CONFIG_INVALID, EVENT_APPROVAL, HOST_ERROR, INTERRUPTED, NOT_CONCURRENCY_SAFE, STALE
 
 if TYPE_CHECKING:
@@ -80,8 +79,8 @@ class EvaluationSummary:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         title = f"evaluation of {self.tool} on {self.server}"
         table = key_value_table(self._lines(), "purra-evaluation-summary")
-        html = f"<div class='purra-evaluation' style='text-align:left'><b>{escape(title)}</b>{table}</div>"
-        return {"text/plain": repr(self), "text/html": html}
+        html = tag("div", tag("b", title), table, class_="purra-evaluation", style="text-align:left")
+        return {"text/plain": repr(self), "text/html": str(html)}
 
 
 class Batch(HasTraits):

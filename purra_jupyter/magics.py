@@ -18,7 +18,6 @@ import shlex
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from html import escape
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from IPython.core.error import UsageError
@@ -32,7 +31,7 @@ from . import runner
 from .bindings import allow_any_scope
 from .config import OAuth, ServerConfig, load_servers
 from .errors import KEPT_APART, McpSessionError
-from .markup import pre
+from .markup import join, pre, tag
 from .session import McpSession, connect, registry
 from .ui.records import TICK_SECONDS, LiveOutput, in_kernel, plain_bundle, redraw_while
 from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS
@@ -80,8 +79,8 @@ def _one_line_errors() -> Iterator[None]:
             raise UsageError(in_magic_words(str(error))) from None
         if error.server_text:  # its own block, escaped: no frontend makes a link of it
             text = f"{SERVER_STDERR_LABEL}:\n{error.server_text}"
-            display({"text/plain": text, "text/html": f"<small>{escape(SERVER_STDERR_LABEL)}</small>"
-                     f"{pre(error.server_text)}"}, raw=True)  # fmt: skip
+            html = join([tag("small", SERVER_STDERR_LABEL), pre(error.server_text)])
+            display({"text/plain": text, "text/html": str(html)}, raw=True)
         raise McpSessionError(error.code, in_magic_words(error.message), server_text=error.server_text) from None
     except McpAdapterError as error:
         raise McpSessionError(error.code, "purra-mcp refused the operation.") from None

@@ -22,6 +22,7 @@ import anyio
 
 from . import runner
 from .config import Authorize, ServerConfig, is_secure
+from .markup import DOCTYPE, join, tag
 from .wire import (
     AUTH_DENIED,
     AUTH_FAILED,
@@ -267,9 +268,9 @@ class LoopbackListener:
 async def _respond(stream: SocketStream, connection: h11.Connection, status: int, text: str) -> None:
     import h11
 
-    body = (
-        f"<!doctype html><meta charset='utf-8'><title>purra-jupyter</title><p style='font:16px sans-serif'>{text}</p>"
-    ).encode()
+    title = tag("title", "purra-jupyter")
+    page = join([DOCTYPE, tag("meta", charset="utf-8"), title, tag("p", text, style="font:16px sans-serif")])
+    body = page.encode()
     headers = [
         ("content-type", "text/html; charset=utf-8"),
         ("content-length", str(len(body))),

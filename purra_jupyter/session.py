@@ -299,7 +299,7 @@ class McpSession(HasTraits):
             ("protocol", self.protocol_version or ""),
             ("server", self.connection.server_label),
         ]
-        return {"text/plain": repr(self), "text/html": key_value_table(rows, "purra-session")}
+        return {"text/plain": repr(self), "text/html": str(key_value_table(rows, "purra-session"))}
 
 
 CLOSED_KEPT = 64  # closed sessions whose name still says "closed" (not "unknown") until reused

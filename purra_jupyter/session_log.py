@@ -6,10 +6,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from html import escape
 from typing import Any
 
-from .markup import CELL, WRAPPED_CELL
+from .markup import table, tag, td
 
 LOG_ROWS = 10_000
 DETAIL_CHARS = 500
@@ -62,14 +61,11 @@ class SessionLog:
         return "\n".join(f"{_clock(row.time)}  {row.event:<12} {row.detail}" for row in self) or "(no events)"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        rows = "".join(
-            f"<tr><td {CELL}><code>{_clock(row.time)}</code></td><td {CELL}>{escape(row.event)}</td>"
-            f"<td {WRAPPED_CELL}>{escape(row.detail)}</td></tr>"
-            for row in self
+        rows = (
+            tag("tr", td(tag("code", _clock(row.time))), td(row.event), td(row.detail, wrapped=True)) for row in self
         )
-        head = "".join(f"<th {CELL}>{name}</th>" for name in ("time", "event", "detail"))
-        html = f"<table class='purra-log'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-        return {"text/plain": repr(self), "text/html": html}
+        html = table(("time", "event", "detail"), rows, "purra-log")
+        return {"text/plain": repr(self), "text/html": str(html)}
 
 
 def _clock(time: datetime) -> str:

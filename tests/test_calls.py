@@ -249,7 +249,7 @@ def test_raw_results_from_the_published_everything_server() -> None:
         assert "image" in kinds and "text" in kinds
         png = next(block for block in image.content if block["type"] == "image")
         assert png["mimeType"] == "image/png"
-        assert f'src="data:image/png;base64,{png["data"]}"' in image._repr_mimebundle_()["text/html"]
+        assert f"src='data:image/png;base64,{png['data']}'" in image._repr_mimebundle_()["text/html"]
         refused = session.call("echo", {"message": 3}, raw=True, approve=True)
         assert refused.error_code == "mcp_invalid_arguments" and refused.content == []
         assert "raw MCP result, outside the PurrA contract" in repr(echo)

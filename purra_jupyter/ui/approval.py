@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from html import escape
 from typing import Any
 
 import ipywidgets as widgets
@@ -22,7 +21,7 @@ from .. import runner
 from ..calls import Call, Job
 from ..catalog import DESTRUCTIVE, WRITE, name_html
 from ..evaluate import Batch
-from ..markup import ERROR_COLOR, WARN_COLOR, key_value_table, pre
+from ..markup import EMPTY, ERROR_COLOR, WARN_COLOR, Html, join, key_value_table, pre, tag
 from ..names import one_line, visible
 from ..wire import RUNNING
 from .records import (
@@ -66,7 +65,7 @@ class PendingCall(Call):
         if self.state in SETTLED:
             return record_bundle(self)
         bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
-        bundle[TEXT_HTML] = _details_html(self) + pre(f"{state_word(self)}: decide in a running kernel")
+        bundle[TEXT_HTML] = str(join([_details_html(self), pre(f"{state_word(self)}: decide in a running kernel")]))
         bundle[TEXT_PLAIN] = f"{state_word(self)}: approval of {self.connection.name}/{self.job.summary}"
         return bundle
 
@@ -94,13 +93,13 @@ class ApprovalWidget(widgets.VBox):
         self.approve_button.on_click(lambda _: call.approve("approved by a click"))
         self.deny_button.on_click(lambda _: call.deny("denied by a click"))
         self.cancel_button.on_click(lambda _: call.cancel("stopped by a click" if batch else "cancelled by a click"))
-        self.status = widgets.HTML(_status_html(call))
+        self.status = widgets.HTML(str(_status_html(call)))
         self._started = 0.0
         progress = []
         if isinstance(job, Batch):  # a bar and counts that follow the rows of the approved batch (refused rows: no)
             bar = widgets.IntProgress(min=0, max=max(job.progress_total, 1))
             dlink((job, "finished"), (bar, "value"))
-            self.counts = widgets.HTML(_counts_html(job))
+            self.counts = widgets.HTML(str(_counts_html(job)))
             job.observe(
                 lambda _: setattr(self.counts, "value", _counts_html(job)), names=["sent", "finished", "failed"]
             )
@@ -109,7 +108,7 @@ class ApprovalWidget(widgets.VBox):
         self._call = call
         super().__init__(
             [
-                widgets.HTML(_details_html(call)),
+                widgets.HTML(str(_details_html(call))),
                 widgets.HBox([self.approve_button, self.deny_button, self.cancel_button, self.status]),
                 *progress,
             ]
@@ -119,7 +118,7 @@ class ApprovalWidget(widgets.VBox):
     def _changed(self, change: dict[str, Any]) -> None:
         """Follow the call's state (from any thread: widget traits only); once decided, no more Approve or
         Deny; while running, Cancel (Stop for a batch) and the time it has run."""
-        self.status.value = _status_html(self._call)
+        self.status.value = str(_status_html(self._call))
         self.approve_button.disabled = self.deny_button.disabled = True
         self.cancel_button.disabled = change["new"] != RUNNING
         if change["new"] == RUNNING:
@@ -133,17 +132,17 @@ class ApprovalWidget(widgets.VBox):
             timeout = self._call.job.timeout
             limit = f" (timeout {timeout:g} s)" if timeout is not None else ""
             running = f" {time.monotonic() - self._started:.1f} s{limit}"
-        self.status.value = _status_html(self._call, running)
+        self.status.value = str(_status_html(self._call, running))
 
 
-def _status_html(call: Call, running: str = "") -> str:
-    elapsed = f"<span class='purra-approval-elapsed'>{escape(running)}</span>" if running else ""
-    return f"<span class='purra-approval-state'>{escape(state_word(call))}</span>{elapsed}"
+def _status_html(call: Call, running: str = "") -> Html:
+    elapsed = tag("span", running, class_="purra-approval-elapsed") if running else None
+    return join([tag("span", state_word(call), class_="purra-approval-state"), elapsed])
 
 
-def _counts_html(job: Batch) -> str:
+def _counts_html(job: Batch) -> Html:
     counts = f"sent {job.sent} · done {job.finished} · failed {job.failed} of {job.progress_total}"
-    return f"<span class='purra-approval-counts'>{escape(counts)}</span>"
+    return tag("span", counts, class_="purra-approval-counts")
 
 
 _HINT_WORDS = (
@@ -171,32 +170,38 @@ EFFECT_BANNERS = {
 }
 
 
-def _banner(css_class: str, text: str, border: str, color: str = "inherit") -> str:
+def _banner(css_class: str, text: str, border: str, color: str = "inherit") -> Html:
     """A bold line in a coloured frame (the text keeps the page's colour unless ``color`` says otherwise: the
     warning colour reads too faintly as text)."""
-    return (
-        f"<div class='{css_class}' style='margin:4px 0;padding:2px 8px;font-weight:bold;color:{color};"
-        f"border:2px solid {border}'>{escape(text)}</div>"
-    )
+    style = f"margin:4px 0;padding:2px 8px;font-weight:bold;color:{color};border:2px solid {border}"
+    return tag("div", text, class_=css_class, style=style)
 
 
 TITLE_CHARS = 120  # the server's title, on one line
 DESCRIPTION_CHARS = 400  # the server's description, on one line: a few lines high at most
 
 
-def _name_html(call: Call) -> str:
+def _name_html(call: Call) -> Html:
     """What will run, first: the tool's real name, large, invisible characters shown as escapes and a look-alike
     marked; the server it runs on."""
     job = call.job
     connection = call.connection
-    name = name_html(job.tool).replace("<code ", "<code style='font-size:1.15em;font-weight:bold' ", 1)
-    return (
-        f"<div class='purra-approval-tool' style='text-align:left;margin:4px 0'><small>tool</small> {name} "
-        f"<small>on server</small> <code>{escape(connection.name)}</code></div>"
+    name = name_html(job.tool, style="font-size:1.15em;font-weight:bold")
+    return tag(
+        "div",
+        tag("small", "tool"),
+        " ",
+        name,
+        " ",
+        tag("small", "on server"),
+        " ",
+        tag("code", connection.name),
+        class_="purra-approval-tool",
+        style="text-align:left;margin:4px 0",
     )
 
 
-def _details_html(call: Call) -> str:
+def _details_html(call: Call) -> Html:
     job = call.job
     connection = call.connection
     tool = job.tool
@@ -214,17 +219,20 @@ def _details_html(call: Call) -> str:
     rows.extend(job.detail_rows)
     if job.declaration:
         rows.append(("declares", job.declaration))
-    badge = (
-        "style='display:inline-block;padding:0 6px;margin-right:4px;border:1px solid currentcolor;border-radius:8px'"
+    badge = "display:inline-block;padding:0 6px;margin-right:4px;border:1px solid currentcolor;border-radius:8px"
+    hints = join(tag("span", word, class_="purra-hint", style=badge) for word in hint_words(tool.annotations))
+    facts = tag(
+        "div",
+        tag("small", f"{HINTS_LABEL}:"),
+        " ",
+        hints or "none",
+        " · ",
+        tag("small", "arguments digest"),
+        " ",
+        tag("code", short_digest(call.arguments_digest), class_="purra-digest", title=call.arguments_digest),
+        style="text-align:left;margin:4px 0",
     )
-    hints = "".join(f"<span class='purra-hint' {badge}>{escape(word)}</span>" for word in hint_words(tool.annotations))
-    digest = escape(call.arguments_digest, quote=True)
-    facts = (
-        f"<div style='text-align:left;margin:4px 0'><small>{escape(HINTS_LABEL)}:</small> {hints or 'none'}"
-        f" · <small>arguments digest</small> <code class='purra-digest' title='{digest}'>"
-        f"{escape(short_digest(call.arguments_digest))}</code></div>"
-    )
-    banner = _banner("purra-raw-banner", RAW_BANNER, WARN_COLOR) if job.raw else ""
+    banner = _banner("purra-raw-banner", RAW_BANNER, WARN_COLOR) if job.raw else EMPTY
     if job.write is not None:
         css = f"purra-effect-banner purra-effect-{job.effect}"
         if job.effect == DESTRUCTIVE:
@@ -237,5 +245,5 @@ def _details_html(call: Call) -> str:
     label, shown = job.shown_arguments
     arguments = pre(json.dumps(shown, indent=2, ensure_ascii=False))
     table = key_value_table(rows, "purra-approval-details")
-    question = f"<div style='text-align:left'><b>{escape(job.question)}</b></div>"
-    return f"{question}{_name_html(call)}{banner}{table}{facts}<div>{escape(label)}</div>{arguments}"
+    question = tag("div", tag("b", job.question), style="text-align:left")
+    return join([question, _name_html(call), banner, table, facts, tag("div", label), arguments])

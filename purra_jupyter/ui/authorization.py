@@ -16,12 +16,11 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
-from html import escape
 
 from IPython.core.error import StdinNotImplementedError
 from IPython.display import clear_output
 
-from ..markup import ERROR_COLOR, OK_COLOR, WARN_COLOR
+from ..markup import ERROR_COLOR, OK_COLOR, WARN_COLOR, tag
 from ..oauth import AuthFailed, AuthorizationRequest
 from ..wire import AUTH_CANCELED, TIMEOUT
 from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput
@@ -72,12 +71,18 @@ class AuthorizationView:
     def _summary(self, color: str, line: str) -> dict[str, str]:
         request = self.request
         text = f"authorization for '{request.server}' at {request.authorization_server}: {line}"
-        html = (
-            f"<div class='purra-authorization' style='text-align:left'>authorization for <b>{escape(request.server)}"
-            f"</b> at <code>{escape(request.authorization_server)}</code>: "
-            f"<span class='purra-authorization-state' style='color:{color}'>{escape(line)}</span></div>"
+        html = tag(
+            "div",
+            "authorization for ",
+            tag("b", request.server),
+            " at ",
+            tag("code", request.authorization_server),
+            ": ",
+            tag("span", line, class_="purra-authorization-state", style=f"color:{color}"),
+            class_="purra-authorization",
+            style="text-align:left",
         )
-        return {TEXT_PLAIN: text, TEXT_HTML: html}
+        return {TEXT_PLAIN: text, TEXT_HTML: str(html)}
 
     def bundle(self) -> dict[str, str]:
         """The view while the person has the browser."""
@@ -97,22 +102,37 @@ class AuthorizationView:
                 f"The wait ends in {minutes}; send the box empty to cancel.",
             )
         )
-        html = (
-            "<div class='purra-authorization' style='text-align:left;border-left:3px solid "
-            f"{WARN_COLOR};padding:4px 8px'>"
-            f"<div>Server <b>{escape(request.server)}</b> asks for authorization at "
-            f"<code class='purra-authorization-server'>{escape(request.authorization_server)}</code>.</div>"
-            "<div>Open this address in your browser (the kit does not open it):</div>"
-            "<pre class='purra-authorization-url' style='white-space:pre-wrap;overflow-wrap:anywhere;"
-            f"text-align:left'>{escape(request.url)}</pre>"
-            f"<div><a class='purra-authorization-open' href='{escape(request.url, quote=True)}' target='_blank' "
-            "rel='noopener noreferrer' style='display:inline-block;padding:2px 10px;border:1px solid;"
-            "border-radius:3px;text-decoration:none'>Open</a></div>"
-            f"<div class='purra-authorization-back'>{escape(back)}</div>"
-            f"<div class='purra-authorization-state' style='color:{WARN_COLOR}'>waiting (at most {minutes}); "
-            "send the box empty to cancel</div></div>"
+        server = tag("code", request.authorization_server, class_="purra-authorization-server")
+        url_style = "white-space:pre-wrap;overflow-wrap:anywhere;text-align:left"
+        open_style = "display:inline-block;padding:2px 10px;border:1px solid;border-radius:3px;text-decoration:none"
+        html = tag(
+            "div",
+            tag("div", "Server ", tag("b", request.server), " asks for authorization at ", server, "."),
+            tag("div", "Open this address in your browser (the kit does not open it):"),
+            tag("pre", request.url, class_="purra-authorization-url", style=url_style),
+            tag(
+                "div",
+                tag(
+                    "a",
+                    "Open",
+                    class_="purra-authorization-open",
+                    href=request.url,
+                    target="_blank",
+                    rel="noopener noreferrer",
+                    style=open_style,
+                ),
+            ),
+            tag("div", back, class_="purra-authorization-back"),
+            tag(
+                "div",
+                f"waiting (at most {minutes}); send the box empty to cancel",
+                class_="purra-authorization-state",
+                style=f"color:{WARN_COLOR}",
+            ),
+            class_="purra-authorization",
+            style=f"text-align:left;border-left:3px solid {WARN_COLOR};padding:4px 8px",
         )
-        return {TEXT_PLAIN: text, TEXT_HTML: html}
+        return {TEXT_PLAIN: text, TEXT_HTML: str(html)}
 
 
 def _wait(request: AuthorizationRequest, view: AuthorizationView) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Hashable, Mapping
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
@@ -19,7 +18,7 @@ from IPython.display import display
 
 from ..calls import argument_checker
 from ..catalog import ToolVerdict
-from ..markup import ERROR_COLOR
+from ..markup import ERROR_COLOR, join, tag
 from ..raw_schema import Check
 from .approval import PendingCall
 from .records import LiveOutput, bundle_of, plain_bundle
@@ -56,9 +55,9 @@ class Field:
         title = schema.get("title") or label
         marker = " *" if required else ""
         # one label width for every field, so that the inputs line up
-        self.label = widgets.HTML(f"<b>{escape(str(title))}</b>{escape(marker)}", layout={"width": LABEL_WIDTH})
+        self.label = widgets.HTML(str(join([tag("b", str(title)), marker])), layout={"width": LABEL_WIDTH})
         description = schema.get("description")
-        self.help = widgets.HTML(f"<small>{escape(str(description))}</small>" if description else "")
+        self.help = widgets.HTML(str(tag("small", str(description))) if description else "")
 
     def value(self) -> Any:
         raise NotImplementedError
@@ -363,11 +362,11 @@ class SchemaForm(widgets.VBox):
             return
         field = _nearest(self.fields, path)
         words = in_words(problem, field.schema if field is not None else {})
-        hint = escape(f"{path}: {problem}", quote=True)
+        hint = f"{path}: {problem}"
         if field is not None and self._was_touched(field.path):
-            field.error.value = f"<span style='color:{ERROR_COLOR}' title='{hint}'>{escape(words)}</span>"
+            field.error.value = str(tag("span", words, style=f"color:{ERROR_COLOR}", title=hint))
         else:
-            self.problem.value = f"<small title='{hint}'>Review call waits for {escape(path)}: {escape(words)}</small>"
+            self.problem.value = str(tag("small", f"Review call waits for {path}: {words}", title=hint))
 
     def _was_touched(self, path: str) -> bool:
         """Whether a person edited the field at ``path`` or one inside it (a new row is not edited yet)."""

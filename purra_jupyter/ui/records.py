@@ -13,7 +13,6 @@ import contextvars
 import json
 import uuid
 from collections.abc import Callable
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 from IPython import get_ipython
@@ -21,7 +20,7 @@ from IPython.display import display, update_display
 
 from ..catalog import READ
 from ..envelope import Envelope, RawResult
-from ..markup import pre
+from ..markup import join, pre, tag, trusted
 from ..wire import DENIED, DONE, ENVELOPE_MIME, PENDING, RAW_RESULT_MIME, RUNNING, VOID
 
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ async def redraw_while(running: Callable[[], bool], draw: Callable[[], None]) ->
 
 def plain_bundle(text: str) -> dict[str, str]:
     """A line or block of our own text: plain, and as an escaped monospace block for HTML readers."""
-    return {TEXT_PLAIN: text, TEXT_HTML: pre(text)}
+    return {TEXT_PLAIN: text, TEXT_HTML: str(pre(text))}
 
 
 def bundle_of(item: object) -> dict[str, Any]:
@@ -92,7 +91,9 @@ def combined(bundles: list[dict[str, Any]]) -> dict[str, Any]:
         for mime, data in bundle.items():
             if mime not in (TEXT_HTML, TEXT_PLAIN):
                 out.setdefault(mime, data)
-    out[TEXT_HTML] = "".join(b.get(TEXT_HTML) or pre(b.get(TEXT_PLAIN, "")) for b in bundles)
+    # each bundle's HTML is a renderer's finished markup (ours, or pandas' table): taken as it is
+    html = join(trusted(b[TEXT_HTML]) if b.get(TEXT_HTML) else pre(b.get(TEXT_PLAIN, "")) for b in bundles)
+    out[TEXT_HTML] = str(html)
     out[TEXT_PLAIN] = "\n".join(b[TEXT_PLAIN] for b in bundles if b.get(TEXT_PLAIN))
     return out
 
@@ -130,15 +131,20 @@ def _decision_head(call: Call, data: dict[str, Any]) -> dict[str, str]:
     digest = short_digest(call.arguments_digest)
     label, shown = call.job.shown_arguments
     arguments = json.dumps(shown, indent=2, ensure_ascii=False)
-    html = (
-        f"<div class='purra-decision' style='text-align:left'><b>{escape(data['state'])}</b> "
-        f"({escape(data['how'])}) at {escape(at)} · {escape(data['server'])}/<code>{escape(data['tool'])}</code>"
-        f"{escape(effect)} · arguments digest <code title='{escape(call.arguments_digest, quote=True)}'>"
-        f"{escape(digest)}</code><details><summary>{escape(label)}</summary>{pre(arguments)}</details></div>"
+    html = tag(
+        "div",
+        tag("b", data["state"]),
+        f" ({data['how']}) at {at} · {data['server']}/",
+        tag("code", data["tool"]),
+        f"{effect} · arguments digest ",
+        tag("code", digest, title=call.arguments_digest),
+        tag("details", tag("summary", label), pre(arguments)),
+        class_="purra-decision",
+        style="text-align:left",
     )
     tool = f"{data['server']}/{data['tool']}{effect}"
     text = f"{data['state']} ({data['how']}) at {at} · {tool} · arguments digest {digest}"
-    return {TEXT_HTML: html, TEXT_PLAIN: text}
+    return {TEXT_HTML: str(html), TEXT_PLAIN: text}
 
 
 def record_bundle(call: Call) -> dict[str, Any]:

@@ -6,13 +6,11 @@ holds the last state, readable without a kernel. Placed in a layout, it is an ``
 
 from __future__ import annotations
 
-from html import escape
-
 import ipywidgets as widgets
 
 from ..bindings import Bindings
 from ..connection import Connection
-from ..markup import ERROR_COLOR, OK_COLOR, WARN_COLOR
+from ..markup import ERROR_COLOR, OK_COLOR, WARN_COLOR, join, tag
 from ..wire import EVENT_ERROR, READY, STALE
 from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput
 
@@ -48,10 +46,10 @@ class SessionStatus(widgets.HTML):
             ("bound", bound),
             ("last error", last_error),
         ]
-        body = " · ".join(f"{escape(label)}: {escape(value)}" for label, value in cells)
-        state = f"<b style='color:{color}' class='purra-status-state'>{escape(connection.state)}</b>"
+        body = join((f"{label}: {value}" for label, value in cells), " · ")
+        state = tag("b", connection.state, style=f"color:{color}", class_="purra-status-state")
         self.text = f"{connection.state} · " + " · ".join(f"{label}: {value}" for label, value in cells)
-        self.value = f"<div class='purra-status' style='text-align:left'>{state} · {body}</div>"
+        self.value = str(tag("div", state, " · ", body, class_="purra-status", style="text-align:left"))
         self._output.update(self._bundle())
 
     def _bundle(self) -> dict[str, str]:
