@@ -86,7 +86,7 @@ class BindingEntry(dict[str, Any]):
         return "BindingEntry " + ", ".join(f"{key}: {value}" for key, value in self._rows())
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        return {"text/plain": repr(self), "text/html": key_value_table(self._rows(), "purra-binding")}
+        return {"text/plain": repr(self), "text/html": str(key_value_table(self._rows(), "purra-binding"))}
 
 
 @dataclass(frozen=True)

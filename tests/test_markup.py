@@ -160,6 +160,7 @@ def test_what_the_kit_hands_out_is_a_plain_str() -> None:
     shown: dict[str, Any] = {}
     with pj.connect(pj.ServerConfig("demo", server=build_server())) as session:
         shown["catalog"] = session.catalog._repr_mimebundle_()["text/html"]
+        shown["binding"] = session.bind("echo", local_name="echo_again")._repr_mimebundle_()["text/html"]
         shown["session"] = session._repr_mimebundle_()["text/html"]
         pending = session.call("echo", {"text": HOSTILE})
         shown["pending"] = pending._repr_mimebundle_()["text/html"]
