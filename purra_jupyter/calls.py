@@ -272,7 +272,7 @@ async def _execute(plan: CallPlan, client: ClientSession) -> Result:
         try:
             await bindings.add(client, plan.remote, make_binding(plan.remote))
         except Exception as error:
-            raise bindings.explained(plan.remote, plan.connection.error(error)) from None
+            raise bindings.explained(plan.remote, plan.connection.errors.translate(error)) from None
     registration = bindings.registration(plan.remote)
     started = time.perf_counter()
     try:
@@ -284,7 +284,7 @@ async def _execute(plan: CallPlan, client: ClientSession) -> Result:
         return plan.fail(HOST_ERROR, message, ms_since(started), effect_state=UNKNOWN if plan.write else NOT_STARTED)
     effect_state = str(result.effect_state.value)
     message = MAY_HAVE_HAPPENED if result.error_code == CANCELED else ""
-    server_text = plan.connection.server_text() if result.error_code else ""
+    server_text = plan.connection.requests.server_text() if result.error_code else ""
     return Envelope(
         plan.connection.name, plan.local, result.content, result.error_code, ms_since(started), message,
         server_text=server_text, effect_state=effect_state,
@@ -311,7 +311,7 @@ async def _call_raw(plan: CallPlan, client: ClientSession) -> Result:
             error_code=PROTOCOL_ERROR,
             elapsed_ms=ms_since(started),
             message="the server answered with a JSON-RPC error instead of a result",
-            server_text=plan.connection.server_text(),
+            server_text=plan.connection.requests.server_text(),
         )
     except (ValueError, TypeError):
         message = "the server's answer is not a tools/call result; nothing is shown"

@@ -623,7 +623,7 @@ async def build_catalog(connection: Connection, client: ClientSession) -> Catalo
     tools = tuple(replace(verdict, look_alikes=alikes.get(verdict.name, ())) for verdict in verdicts)
     callable_count = sum(t.callable for t in tools)
     connection.log.add(EVENT_LIST, f"{len(tools)} tools, {callable_count} callable (revision {revision})")
-    return Catalog(connection.name, connection.protocol_version, tools, revision, note)
+    return Catalog(connection.name, connection.hello.protocol_version, tools, revision, note)
 
 
 def check_digest(catalog: Catalog, expected: str | None) -> None:

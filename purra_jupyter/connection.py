@@ -16,10 +16,11 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -30,15 +31,13 @@ from traitlets import Enum, HasTraits
 from . import purra_adapter, runner
 from .config import Scrubber, ServerConfig
 from .errors import KEPT_APART, McpSessionError
-from .sdk_errors import Speaker, offending_line, stderr_hint, translate, with_stderr
+from .sdk_errors import ErrorSeam, offending_line
 from .session_log import LogEntry, SessionLog
 from .stdio_transport import EXIT_SECONDS, LineTooLong, StderrTail
 from .tracking import WAITING, CancelToken, Deadline, RequestTracker
-from .transport import Failure, RequestId, Transport, TransportContext
+from .transport import RequestId, Transport, TransportContext
 from .wire import (
     CLOSED,
-    CONFIG_INVALID,
-    CONNECT_FAILED,
     CONNECTING,
     CONNECTION_CLOSED,
     EVENT_CLOSE,
@@ -48,12 +47,10 @@ from .wire import (
     EVENT_LIST_CHANGED,
     EVENT_SDK,
     FAILED,
-    PROTOCOL_ERROR,
     READY,
     RESULT_TOO_LARGE,
     STALE,
     STATES,
-    TRANSPORT_ERROR,
 )
 
 T = TypeVar("T")
@@ -66,9 +63,6 @@ if TYPE_CHECKING:
 # What a stdio line or an HTTP message may hold with purra-mcp's default limits (4 x its 1-MiB catalog limit), before
 # the session's limits are known (a stdio server starts before purra-mcp is imported); see ``_message_bytes``.
 DEFAULT_MESSAGE_BYTES = 4 << 20
-# While connecting, a failure that names nothing more specific (timeout, credentials, protocol version ...)
-# is a failed connect.
-_NOT_CONNECTED = (CONNECTION_CLOSED, TRANSPORT_ERROR, PROTOCOL_ERROR)
 # Loggers of the pinned SDK's client side ("client" is ClientSession's; "" is the root logger, which
 # BaseSession logs to directly). Only records from SDK code running for one of our connections are taken.
 _SDK_LOGGERS = ("", "client", "mcp.client.stdio", "mcp.client.streamable_http", "mcp.client.auth.oauth2",
@@ -185,6 +179,66 @@ def message_bytes(limits: McpToolLimits | None) -> int:
     return 4 * max(int(limits.max_catalog_bytes), int(limits.max_result_bytes))
 
 
+class Ending:
+    """Why a connection ended or is ending: the first failure's words win (what follows is its echo). A close may
+    begin on any thread (``begin_close``, under a lock); the rest changes on the loop thread."""
+
+    def __init__(self) -> None:
+        self.cause = ""  # scrubbed
+        self.code = CONNECTION_CLOSED
+        self.server_text = ""  # the server's words of the failure (an offending line), scrubbed and bounded
+        self.closing: str | None = None  # the close's cause, once a close began
+        self.connect_deadline: Deadline | None = None
+        self._lock = threading.Lock()
+
+    def grace(self, connecting: bool) -> float:
+        """The seconds each step of ending the server may take: ``EXIT_SECONDS``, or while connecting half of what
+        is left of the connect's deadline (so that a failed connect ends within it)."""
+        if not connecting or self.connect_deadline is None:
+            return EXIT_SECONDS
+        return min(EXIT_SECONDS, self.connect_deadline.remaining() / 2)
+
+    def begin_close(self, cause: str, *, closed: bool) -> bool:
+        """Whether this is the close that ends the connection (not ``closed`` already, no close begun)."""
+        with self._lock:
+            if closed or self.closing is not None:
+                return False
+            self.closing = cause
+            return True
+
+    def unusable(self, name: str, state: str) -> McpSessionError | None:
+        """What a request meets on a connection in ``state``, or ``None`` while it is usable."""
+        if state in (CLOSED, FAILED) or self.closing is not None:
+            how = f"Open a new one with pj.connect() ({self.cause})." if self.cause else "Open a new one."
+            code = self.code if state == FAILED else CONNECTION_CLOSED
+            return McpSessionError(code, f"Session '{name}' is {state}. {how}", server_text=self.server_text)
+        if self.cause:  # failed while connecting: the state stays "connecting" until connect() gives up
+            message = f"Session '{name}' lost its connection: {self.cause}."
+            return McpSessionError(self.code, message, server_text=self.server_text)
+        return None
+
+
+@dataclass(frozen=True)
+class ServerHello:
+    """What the server said of itself in ``initialize`` (nothing before): set once, on the loop."""
+
+    protocol_version: str | None = None
+    info: Mapping[str, Any] = field(default_factory=dict)
+    capabilities: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, result: InitializeResult) -> ServerHello:
+        info, capabilities = (
+            part.model_dump(mode="json", exclude_none=True) for part in (result.serverInfo, result.capabilities)
+        )
+        return cls(str(result.protocolVersion), info, capabilities)
+
+    @property
+    def label(self) -> str:
+        """``name version`` of the server, or ``unknown``."""
+        return " ".join(str(self.info[key]) for key in ("name", "version") if key in self.info) or "unknown"
+
+
 class Connection(HasTraits):
     """One monitored connection to one MCP server over ``transport``. ``state``: connecting, ready, stale (the
     server changed its tools), closed or failed (``cause`` says why). State, cause and requests change on the loop
@@ -201,21 +255,14 @@ class Connection(HasTraits):
         self._limits = limits
         self.scrub = Scrubber(config.secrets)
         self.log = SessionLog(self.scrub)
+        self.errors = ErrorSeam(config, transport.kind, self.scrub, lambda: transport.stderr)
         self.requests = RequestTracker(
-            config.name, self.log, self.scrub, drop=transport.drop, hint=self.stderr_hint, notice_seconds=config.timeout
+            config.name, self.log, self.scrub, drop=transport.drop, hint=self.errors.hint, notice_seconds=config.timeout
         )
         self._monitor: McpCatalogMonitor | None = None
-        self.protocol_version: str | None = None
-        self.server_info: dict[str, Any] = {}
-        self.capabilities: dict[str, Any] = {}
+        self.hello = ServerHello()
         self._client: ClientSession | None = None
-        self._cause = ""
-        self._cause_code = CONNECTION_CLOSED
-        self._cause_text = ""  # the server's words of the failure (an offending line), scrubbed and bounded
-        self._connect_deadline: Deadline | None = None
-        self._closing = False
-        self._close_cause = ""
-        self._close_lock = threading.Lock()
+        self.ending = Ending()
         self._host: runner.HostedContext[InitializeResult] = runner.HostedContext(self._session, self._ended)
 
     @property
@@ -223,19 +270,9 @@ class Connection(HasTraits):
         return self.config.name
 
     @property
-    def transport(self) -> str:
-        """``stdio``, ``http`` or ``memory``."""
-        return self.link.kind
-
-    @property
-    def stderr(self) -> str:
-        """The last lines the server wrote to its stderr (stdio servers; empty for the others), scrubbed."""
-        return self.link.stderr
-
-    @property
     def cause(self) -> str:
         """Why the connection is ``closed`` or ``failed`` (empty while it is usable)."""
-        return self._cause
+        return self.ending.cause
 
     @property
     def monitor(self) -> McpCatalogMonitor:
@@ -256,57 +293,33 @@ class Connection(HasTraits):
         """purra-mcp's catalog revision: how many ``tools/list_changed`` the server has sent."""
         return self._monitor.revision if self._monitor is not None else 0
 
-    @property
-    def server_label(self) -> str:
-        info = self.server_info
-        return " ".join(str(info[key]) for key in ("name", "version") if key in info) or "unknown"
-
     # --- lifecycle -------------------------------------------------------------------------
 
     def open(self, deadline: Deadline) -> None:
         """Start or reach the server and initialize it within ``deadline`` (ending what it started included); on
         failure, fail and raise."""
-        self.log.add(EVENT_CONNECT, f"{self.transport} {self.config.target}")
-        self._connect_deadline = deadline
+        self.log.add(EVENT_CONNECT, f"{self.link.kind} {self.config.target}")
+        self.ending.connect_deadline = deadline
         failure: BaseException | None = None
         try:
             result = self._host.open(deadline)
-        except McpSessionError as exc:
-            code = CONNECT_FAILED if exc.code in _NOT_CONNECTED else exc.code
-            failure = self._with_stderr(McpSessionError(code, exc.message, server_text=exc.server_text))
         except Exception as exc:
-            failure = self.error(exc, connecting=True, deadline=deadline)
+            failure = self.errors.connect_failure(exc, deadline)
         except BaseException as exc:  # an interrupt: the connect ends now, the server in the background
             failure = exc
         if failure is not None:  # raised here, outside the handler: its chain holds nothing the server said
-            runner.on_loop(self._connect_failed, f"connect failed: {failure}")
+            runner.on_loop(self._end, f"connect failed: {failure}", FAILED)
             raise failure
-        self.protocol_version = str(result.protocolVersion)
-        self.server_info = result.serverInfo.model_dump(mode="json", exclude_none=True)
-        self.capabilities = result.capabilities.model_dump(mode="json", exclude_none=True)
-        self.log.add(EVENT_INITIALIZE, f"protocol {self.protocol_version}, server {self.server_label}")
-
-    def _connect_failed(self, cause: str) -> None:
-        self._cause = self.scrub(cause)
-        self.log.add(EVENT_CLOSE, self._cause)
-        self._set_state(FAILED)
-
-    def _ending_grace(self) -> float:
-        """The seconds each step of ending the server may take: ``EXIT_SECONDS``, or while connecting half of what
-        is left of the connect's deadline (so that a failed connect ends within it)."""
-        deadline = self._connect_deadline
-        if self.state != CONNECTING or deadline is None:
-            return EXIT_SECONDS
-        return min(EXIT_SECONDS, deadline.remaining() / 2)
+        self.log.add(EVENT_INITIALIZE, f"protocol {result.protocolVersion}, server {self.hello.label}")
 
     def _context(self) -> TransportContext:
         return TransportContext(
             scrub=self.scrub,
             note=self.log.add,
-            request_failed=self._request_failed,
+            request_failed=self.requests.failed,
             session_ended=self._fail,
             max_message_bytes=lambda: message_bytes(self._limits),
-            grace=self._ending_grace,
+            grace=lambda: self.ending.grace(self.state == CONNECTING),
             persons_turn=self.requests.persons_turn,
         )
 
@@ -332,6 +345,7 @@ class Connection(HasTraits):
             try:
                 result = await self.run(lambda client: client.initialize(), deadline)  # a wait like any other
                 self.monitor.accept_protocol_version(str(result.protocolVersion))  # the SDK admits an int
+                self.hello = ServerHello.of(result)
                 yield result
             finally:
                 tasks.cancel_scope.cancel()  # cancellation notices still going out are not waited for
@@ -346,10 +360,10 @@ class Connection(HasTraits):
             self._fail(f"the server wrote a line of over {message.limit} bytes on its stdout, more than one message "
                        "may be; it was not read", RESULT_TOO_LARGE)  # fmt: skip
         elif isinstance(message, Exception):  # the line goes to the log and the failure's server_text, not its cause
-            if not self._cause:  # the first one ends the session; what follows is its echo
+            if not self.ending.cause:  # the first one ends the session; what follows is its echo
                 line = offending_line(message, self.scrub)
                 self.log.add(EVENT_ERROR, f"the server's line that is not valid JSON-RPC: {line}")
-                self._cause_text = line
+                self.ending.server_text = line
             self._fail(f"the server sent a message that is not valid JSON-RPC (its line is {KEPT_APART}, and in "
                        "the session log)")  # fmt: skip
         elif isinstance(message, types.ServerNotification) and isinstance(
@@ -366,7 +380,7 @@ class Connection(HasTraits):
     def mark_current(self, revision: int) -> None:
         """``ready`` if no ``tools/list_changed`` came since ``revision`` was listed, else ``stale``. Call it
         on the loop (where notifications are handled), so none can slip in between."""
-        if self.state in (CONNECTING, READY, STALE) and not self._cause:
+        if self.state in (CONNECTING, READY, STALE) and not self.ending.cause:
             self._set_state(READY if self.monitor.revision == revision else STALE)
 
     def _set_state(self, state: str) -> None:
@@ -379,12 +393,13 @@ class Connection(HasTraits):
     def _fail(self, cause: str, code: str = CONNECTION_CLOSED) -> None:
         """Mark the connection failed (while connecting, ``open`` fails with the cause instead) and end the
         requests waiting on it with ``code`` (and the server's words of the failure, if any). On the loop thread."""
-        if self.state in (CLOSED, FAILED) or self._closing or self._cause:
+        ending = self.ending
+        if self.state in (CLOSED, FAILED) or ending.closing is not None or ending.cause:
             return
-        self._cause, self._cause_code = self.scrub(cause), code
-        self.log.add(EVENT_ERROR, self._cause)
-        message = f"Session '{self.name}' lost its connection: {self._cause}.{self.stderr_hint()}"
-        self.requests.end_all(McpSessionError(code, message, server_text=self._cause_text))
+        ending.cause, ending.code = self.scrub(cause), code
+        self.log.add(EVENT_ERROR, ending.cause)
+        message = f"Session '{self.name}' lost its connection: {ending.cause}.{self.errors.hint()}"
+        self.requests.end_all(McpSessionError(code, message, server_text=ending.server_text))
         if self.state != CONNECTING:
             self._set_state(FAILED)
 
@@ -392,8 +407,8 @@ class Connection(HasTraits):
         """The owner task left the transport (closed, or lost): wait for the last stderr lines, then say so. What
         an error says goes to the log (drawn as text); the cause names only its kind."""
         await self.link.ended()
-        if self._closing:
-            self._finish(self._close_cause)
+        if self.ending.closing is not None:
+            self._end(self.ending.closing)
         elif error is not None:
             kind = error.__class__.__name__
             self.log.add(EVENT_ERROR, f"the transport ended with {kind}: {self.scrub.shown(str(error))}")
@@ -404,11 +419,8 @@ class Connection(HasTraits):
     def close(self, cause: str = "closed by user") -> None:
         """End the connection and its server. Idempotent. From the loop thread (a state observer) it only starts
         the close; ``state`` turns ``closed`` once the transport is gone."""
-        with self._close_lock:
-            if self.state == CLOSED or self._closing:
-                return
-            self._closing = True
-            self._close_cause = cause
+        if not self.ending.begin_close(cause, closed=self.state == CLOSED):
+            return
         if self._monitor is not None:
             self._monitor.close()
         closed = McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' was closed ({cause}).")
@@ -416,26 +428,22 @@ class Connection(HasTraits):
         if self._host.running:
             self._host.close()
         else:
-            runner.on_loop(self._finish, cause)
+            runner.on_loop(self._end, cause)
 
-    def _finish(self, cause: str) -> None:
+    def _end(self, cause: str, state: str = CLOSED) -> None:
+        """Say why the connection ended, and turn it ``state`` (closed; failed when its connect failed)."""
         if self.state == CLOSED:
             return
-        self._cause = self.scrub(cause)
-        self.log.add(EVENT_CLOSE, self._cause)
-        self._set_state(CLOSED)
+        self.ending.cause = self.scrub(cause)
+        self.log.add(EVENT_CLOSE, self.ending.cause)
+        self._set_state(state)
 
     # --- requests --------------------------------------------------------------------------
 
     def check_usable(self) -> None:
-        said = self._cause_text
-        if self.state in (CLOSED, FAILED) or self._closing:
-            how = f"Open a new one with pj.connect() ({self._cause})." if self._cause else "Open a new one."
-            code = self._cause_code if self.state == FAILED else CONNECTION_CLOSED
-            raise McpSessionError(code, f"Session '{self.name}' is {self.state}. {how}", server_text=said)
-        if self._cause:  # failed while connecting: the state stays "connecting" until connect() gives up
-            message = f"Session '{self.name}' lost its connection: {self._cause}."
-            raise McpSessionError(self._cause_code, message, server_text=said)
+        error = self.ending.unusable(self.name, self.state)
+        if error is not None:
+            raise error
 
     def request(
         self,
@@ -449,21 +457,6 @@ class Connection(HasTraits):
         token = cancel or CancelToken()
         future: Future[T] = runner.submit(self.run, func, timeout, token)
         return runner.wait(future, on_interrupt=token.interrupt)
-
-    def reauthorize(self) -> None:
-        """Forget this session's tokens and run the authorization flow again now (a ping carries it)."""
-        if self.config.oauth is None:
-            raise McpSessionError(CONFIG_INVALID, f"Session '{self.name}' was not connected with OAuth.")
-        self.check_usable()
-        self.log.add(EVENT_CONNECT, "reauthorizing: the tokens were forgotten")
-        runner.run(self.link.forget_authorization)
-        self.request(lambda client: client.send_ping(), timeout=Deadline(self.config.timeout, "reauthorizing"))
-
-    def ping(self, *, timeout: float | None = None) -> float:
-        """Ask the server for a ping; returns the round trip in milliseconds."""
-        started = time.perf_counter()
-        self.request(lambda client: client.send_ping(), timeout=timeout)
-        return (time.perf_counter() - started) * 1000
 
     async def run(
         self,
@@ -485,42 +478,13 @@ class Connection(HasTraits):
         try:
             return await self.requests.run(partial(func, client), deadline, cancel=cancel, translate=self._translated)
         except McpSessionError as error:
-            failure = self._with_stderr(error)
+            failure = self.errors.with_stderr(error)
         finally:
             _connection_var.reset(token)
         raise failure
 
     def _translated(self, error: Exception) -> McpSessionError:
-        return self.error(error, connecting=self.protocol_version is None)
-
-    def _request_failed(self, request_id: RequestId, failure: Failure) -> None:
-        """The HTTP transport's report that one request failed (an error status, a bad body, a broken stream):
-        that wait ends now with the failure's code; the session stays as it is."""
-        said = f" The server said: {failure.server_text}" if failure.server_text else ""
-        self.log.add(EVENT_ERROR, failure.message + said)  # the log is drawn as text, never linked
-        self.requests.failed(request_id, failure.code, failure.message, answered=failure.answered,
-                             server_text=failure.server_text)  # fmt: skip
-
-    def server_text(self) -> str:
-        """The server's own error text in the answers to the current wait (inside ``run``), or ``""``."""
-        return self.requests.server_text()
-
-    def stderr_hint(self) -> str:
-        return stderr_hint(self.stderr)
-
-    def _with_stderr(self, error: McpSessionError) -> McpSessionError:
-        return with_stderr(error, self.stderr, self.scrub)
-
-    def error(
-        self, exc: BaseException, *, connecting: bool = False, deadline: Deadline | None = None
-    ) -> McpSessionError:
-        """One SDK, transport or purra-mcp failure as a code and a one-line message without secrets (and
-        the server's stderr tail, when the message points to it)."""
-        if isinstance(exc, McpSessionError):
-            return self._with_stderr(exc)
-        speaker = Speaker(self.name, self.config, self.transport, self.scrub, self.stderr_hint())
-        error = translate(runner.leaf_exception(exc), speaker, connecting=connecting, deadline=deadline)
-        return self._with_stderr(McpSessionError(error.code, self.scrub(error.message), server_text=error.server_text))
+        return self.errors.translate(error, connecting=self.hello.protocol_version is None)
 
 
-__all__ = ["CancelToken", "Connection", "Deadline", "LogEntry", "SessionLog", "StderrTail"]
+__all__ = ["CancelToken", "Connection", "Deadline", "LogEntry", "ServerHello", "SessionLog", "StderrTail"]

@@ -338,7 +338,7 @@ class McpMagics(Magics, Configurable):
                 "target": session.config.target,
                 "state": session.state,
                 "protocol": session.protocol_version,
-                "server": session.connection.server_label,
+                "server": session.connection.hello.label,
                 "tools": len(session.catalog),
                 "callable": sum(tool.callable for tool in session.catalog.tools),
                 "bound": session.bound_count,

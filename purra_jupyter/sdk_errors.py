@@ -8,11 +8,13 @@ transport reports its failures as each request's ``Failure`` (``http_transport``
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
+from . import runner
 from .config import Scrubber, ServerConfig
 from .errors import KEPT_APART, SERVER_TEXT_NOTE, McpSessionError
 from .tracking import Deadline
@@ -24,6 +26,7 @@ from .wire import CONNECT_FAILED, CONNECTION_CLOSED, PROTOCOL_ERROR, STDIO, TIME
 SDK_RAISES = (ValueError, OSError, RuntimeError)
 FAILURE_STDERR_LINES = 20  # the last of the server's stderr lines a failure carries as its server_text
 STDERR_NOTE = f"The server's last stderr lines are {KEPT_APART}."
+_NOT_CONNECTED = (CONNECTION_CLOSED, TRANSPORT_ERROR, PROTOCOL_ERROR)  # while connecting: a failed connect
 
 
 def stderr_hint(stderr: str) -> str:
@@ -121,6 +124,42 @@ def translate(exc: BaseException, speaker: Speaker, *, connecting: bool, deadlin
     )
 
 
+class ErrorSeam:
+    """One connection's seam: any failure as a kit code and a one-line message without secrets, carrying the
+    server's stderr tail (read when the failure happens) where the message points to it."""
+
+    def __init__(self, config: ServerConfig, kind: str, scrub: Scrubber, stderr: Callable[[], str]) -> None:
+        self._config = config
+        self._kind = kind
+        self._scrub = scrub
+        self._stderr = stderr
+
+    def hint(self) -> str:
+        """Where a message says the server's last stderr lines are (empty when it wrote none)."""
+        return stderr_hint(self._stderr())
+
+    def with_stderr(self, error: McpSessionError) -> McpSessionError:
+        return with_stderr(error, self._stderr(), self._scrub)
+
+    def connect_failure(self, exc: Exception, deadline: Deadline) -> McpSessionError:
+        """What a failed connect raises: a failure that names nothing more specific (timeout, credentials,
+        protocol version ...) is a failed connect."""
+        if isinstance(exc, McpSessionError) and exc.code in _NOT_CONNECTED:
+            exc = McpSessionError(CONNECT_FAILED, exc.message, server_text=exc.server_text)
+        return self.translate(exc, connecting=True, deadline=deadline)
+
+    def translate(
+        self, exc: BaseException, *, connecting: bool = False, deadline: Deadline | None = None
+    ) -> McpSessionError:
+        """``exc`` (an SDK, anyio or purra-mcp failure, or the kit's own code already) as the kit's error; a bug of
+        the kit is raised again."""
+        if isinstance(exc, McpSessionError):
+            return self.with_stderr(exc)
+        speaker = Speaker(self._config.name, self._config, self._kind, self._scrub, self.hint())
+        error = translate(runner.leaf_exception(exc), speaker, connecting=connecting, deadline=deadline)
+        return self.with_stderr(McpSessionError(error.code, self._scrub(error.message), server_text=error.server_text))
+
+
 # purra-mcp's codes carry no message (remote text is never attached); these say what each means.
 _ADAPTER_MESSAGES = {
     "mcp_protocol_unsupported": "negotiated a protocol version PurrA does not accept (it accepts 2025-06-18 "
@@ -144,4 +183,4 @@ _ADAPTER_MESSAGES = {
 }
 
 
-__all__ = ["STDERR_NOTE", "Speaker", "offending_line", "stderr_hint", "translate", "with_stderr"]
+__all__ = ["STDERR_NOTE", "ErrorSeam", "Speaker", "offending_line", "stderr_hint", "translate", "with_stderr"]

@@ -12,6 +12,7 @@ import importlib
 import logging
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -85,7 +86,7 @@ class McpSession(HasTraits):
 
     @property
     def transport(self) -> str:
-        return self.connection.transport
+        return self.connection.link.kind
 
     @property
     def limits(self) -> McpToolLimits:
@@ -102,7 +103,7 @@ class McpSession(HasTraits):
     @property
     def stderr(self) -> str:
         """The last lines the server wrote to its stderr (stdio servers; empty for HTTP), secrets scrubbed."""
-        return self.connection.stderr
+        return self.connection.link.stderr
 
     @property
     def cause(self) -> str:
@@ -111,24 +112,32 @@ class McpSession(HasTraits):
 
     @property
     def protocol_version(self) -> str | None:
-        return self.connection.protocol_version
+        return self.connection.hello.protocol_version
 
     @property
     def server_info(self) -> dict[str, Any]:
-        return self.connection.server_info
+        return dict(self.connection.hello.info)
 
     @property
     def capabilities(self) -> dict[str, Any]:
-        return self.connection.capabilities
+        return dict(self.connection.hello.capabilities)
 
     def ping(self, *, timeout: float | None = None) -> float:
         """Ask the server for a ping; returns the round trip in milliseconds."""
-        return self.connection.ping(timeout=timeout)
+        started = time.perf_counter()
+        self.connection.request(lambda client: client.send_ping(), timeout=timeout)
+        return (time.perf_counter() - started) * 1000
 
     def reauthorize(self) -> None:
         """Start the authorization over (an OAuth session): its tokens are forgotten and the flow runs again
-        now, in this cell, as on connect."""
-        self.connection.reauthorize()
+        now, in this cell, as on connect (a ping carries it)."""
+        connection = self.connection
+        if self.config.oauth is None:
+            raise McpSessionError(CONFIG_INVALID, f"Session '{self.name}' was not connected with OAuth.")
+        connection.check_usable()
+        connection.log.add(EVENT_CONNECT, "reauthorizing: the tokens were forgotten")
+        runner.run(connection.link.forget_authorization)
+        connection.request(lambda client: client.send_ping(), timeout=Deadline(self.config.timeout, "reauthorizing"))
 
     def close(self, cause: str = "closed by user") -> None:
         """End the session and its server process. Idempotent; from a state observer (the loop thread) the
@@ -288,7 +297,7 @@ class McpSession(HasTraits):
 
     def __repr__(self) -> str:
         protocol = f", protocol {self.protocol_version}" if self.protocol_version else ""
-        label = self.connection.server_label
+        label = self.connection.hello.label
         return f"<McpSession {self.name!r} {self.transport} {self.state}{protocol}, server {label}>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
@@ -297,7 +306,7 @@ class McpSession(HasTraits):
             ("transport", f"{self.transport}: {self.config.target}"),
             ("state", self.state + (f" ({self.cause})" if self.cause else "")),
             ("protocol", self.protocol_version or ""),
-            ("server", self.connection.server_label),
+            ("server", self.connection.hello.label),
         ]
         return {"text/plain": repr(self), "text/html": str(key_value_table(rows, "purra-session"))}
 

@@ -24,8 +24,8 @@ from . import runner
 from .config import Scrubber
 from .errors import SHOWN_CHARS, McpSessionError
 from .session_log import SessionLog
-from .transport import RequestId
-from .wire import CONNECTION_CLOSED, EVENT_CANCEL, INTERRUPTED, TIMEOUT
+from .transport import Failure, RequestId
+from .wire import CONNECTION_CLOSED, EVENT_CANCEL, EVENT_ERROR, INTERRUPTED, TIMEOUT
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -242,11 +242,15 @@ class RequestTracker:
         if request.scope is not None:
             request.scope.cancel()
 
-    def failed(self, request_id: RequestId, code: str, message: str, *, answered: bool, server_text: str) -> None:
-        """One request failed in its transport (an HTTP status, a bad body): the wait that sent it ends now."""
+    def failed(self, request_id: RequestId, failure: Failure) -> None:
+        """The transport's report that one request failed (an HTTP status, a bad body, a broken stream): the wait
+        that sent it ends now with the failure's code; the session stays as it is."""
+        said = f" The server said: {failure.server_text}" if failure.server_text else ""
+        self._log.add(EVENT_ERROR, failure.message + said)  # the log is drawn as text, never linked
         request = self._pending.get(request_id)
         if request is not None:
-            self.abandon(request, code, message, tell_server=not answered, server_text=server_text)
+            self.abandon(request, failure.code, failure.message, tell_server=not failure.answered,
+                         server_text=failure.server_text)  # fmt: skip
 
     def _forget(self, request: Request, reason: str, *, tell_server: bool = True) -> None:
         """``request``'s unanswered ids: stop their exchanges, tell the server to stop (``notifications/cancelled``)

@@ -32,8 +32,8 @@ def no_child_left() -> Iterator[None]:
     wait_until(lambda: not (children() - before), what="no server process left")
 
 
-def faulty(*args: str) -> pj.ServerConfig:
-    return raw_config("faulty", *args, timeout=TIMEOUT)
+def faulty(*args: str, timeout: float = TIMEOUT) -> pj.ServerConfig:
+    return raw_config("faulty", *args, timeout=timeout)
 
 
 # --- faults before the session is ready: connect fails with a code and leaves nothing behind --------------
@@ -187,6 +187,9 @@ class CallFault:
     code: str | None
     state: str  # the session's state after the call
     raw_code: str | None = None  # the same call on the raw path, when it differs
+    # the session's timeout: the storm's 10,000 notifications before its answer take seconds on a loaded machine,
+    # so there it is a guard against a hang, not a bound the server must meet
+    timeout: float = TIMEOUT
 
 
 CALL_FAULTS = [
@@ -199,13 +202,13 @@ CALL_FAULTS = [
     CallFault("bad-structured", "mcp_result_invalid", "ready", None),
     CallFault("no-structured", "mcp_result_invalid", "ready", None),
     CallFault("list-changed", "mcp_catalog_stale", "stale", None),
-    CallFault("storm", "mcp_catalog_stale", "stale", None),
+    CallFault("storm", "mcp_catalog_stale", "stale", None, timeout=HANG_GUARD),
 ]
 
 
 @pytest.mark.parametrize("fault", CALL_FAULTS, ids=lambda fault: fault.result)
 def test_a_fault_in_a_call_has_its_documented_outcome(fault: CallFault, no_child_left: None) -> None:
-    session = pj.connect(faulty("--call-result", fault.result))
+    session = pj.connect(faulty("--call-result", fault.result, timeout=fault.timeout))
     pending = session.call("tool_000", {"x": "a"})
     assert isinstance(pending, PendingCall)
     pending.approve()  # returns at once: the kernel's thread never waits for the server
@@ -241,7 +244,7 @@ def test_the_loop_serves_other_sessions_while_a_server_never_answers(no_child_le
 
 
 def test_a_notification_storm_during_a_call_leaves_a_stale_session_and_a_bounded_log(no_child_left: None) -> None:
-    with pj.connect(faulty("--call-result", "storm")) as session:
+    with pj.connect(faulty("--call-result", "storm", timeout=HANG_GUARD)) as session:
         started = time.monotonic()
         envelope = session.call("tool_000", {"x": "a"}, approve=True)
         assert time.monotonic() - started < HANG_GUARD  # a guard against a hang (the storm kept it busy), not speed
@@ -264,7 +267,8 @@ def test_list_changed_between_approval_prompt_and_click_voids_the_call(no_child_
 
 
 def test_a_stderr_flood_keeps_only_a_bounded_tail(no_child_left: None) -> None:
-    with pj.connect(faulty("--call-result", "stderr-flood")) as session:
+    # the flood is read (under tracemalloc) before the answer: the timeout is a guard against a hang, not a bound
+    with pj.connect(faulty("--call-result", "stderr-flood", timeout=HANG_GUARD)) as session:
         tracemalloc.start()
         try:
             baseline, _ = tracemalloc.get_traced_memory()

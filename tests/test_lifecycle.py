@@ -73,7 +73,7 @@ def test_a_late_answer_is_discarded_and_the_session_stays_ready(
             # The server was told, by id, and stopped; over stdio its answer to the cancelled request came and
             # was dropped (over HTTP the request's response was closed, so no answer has a way back).
             wait_until(lambda: f"sleep: cancelled (request {request_id})" in stderr(), what="the server's cancel")  # noqa: B023
-            if session.connection.transport == "stdio":
+            if session.transport == "stdio":
                 wait_until(lambda: late_answer_logged(session, request_id), what="the late answer row")  # noqa: B023
             assert any(
                 f"cancelled request {request_id} (tools/call)" in row.detail for row in session.log.events("cancel")

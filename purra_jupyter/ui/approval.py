@@ -208,7 +208,7 @@ def _details_html(call: Call) -> Html:
     path = "raw MCP call" if job.raw else f"PurrA {job.effect} tool" + (" (confirm policy)" if job.write else "")
     verdict = "callable under PurrA" if tool.callable else "outside the PurrA profile: " + "; ".join(tool.reasons)
     rows = [
-        ("server", f"{connection.name} ({connection.transport}: {connection.config.target})"),
+        ("server", f"{connection.name} ({connection.link.kind}: {connection.config.target})"),
         ("call", path),
     ]
     if tool.title:

@@ -40,8 +40,8 @@ class SessionStatus(widgets.HTML):
         color = _COLORS.get(connection.state, ERROR_COLOR)
         cells = [
             ("session", connection.name),
-            ("transport", f"{connection.transport}: {connection.config.target}"),
-            ("protocol", connection.protocol_version or ""),
+            ("transport", f"{connection.link.kind}: {connection.config.target}"),
+            ("protocol", connection.hello.protocol_version or ""),
             ("tools", tools),
             ("bound", bound),
             ("last error", last_error),
