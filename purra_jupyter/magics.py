@@ -16,7 +16,7 @@ import inspect
 import json
 import shlex
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -177,6 +177,129 @@ def parse(magic: object, line: str | list[str]) -> argparse.Namespace | MagicHel
     return described.parser.parse_args(options)
 
 
+# --- what a magic's line describes --------------------------------------------------------------
+
+
+def _config(args: argparse.Namespace, command: list[str], *, default_timeout: float) -> ServerConfig:
+    """The server ``%mcp_connect``'s options describe: a --config entry, a --url or the command after ``--``;
+    ``default_timeout`` (``McpMagics.timeout``) applies where neither --timeout nor the entry gives one."""
+    timeout = args.timeout if args.timeout is not None else default_timeout
+    if args.config:
+        if command or args.url:
+            raise McpSessionError(CONFIG_INVALID, "--config takes the server from the file; give no command.")
+        return _config_from_file(args, default_timeout=default_timeout)
+    if not args.oauth and (args.scope or args.client_id):
+        raise McpSessionError(CONFIG_INVALID, "--scope and --client-id go with --oauth.")
+    if args.url:
+        if command:
+            raise McpSessionError(CONFIG_INVALID, "Give either --url or a command after --, not both.")
+        return ServerConfig(
+            args.name,
+            url=args.url,
+            headers=_pairs(args.header, "--header"),
+            env=_pairs(args.env, "--env"),
+            cwd=args.cwd,
+            timeout=timeout,
+            oauth=OAuth(scopes=args.scope, client_id=args.client_id) if args.oauth else None,
+        )
+    if args.oauth:
+        raise McpSessionError(CONFIG_INVALID, "--oauth is for a server reached with --url.")
+    if not command:
+        raise McpSessionError(
+            CONFIG_INVALID, "Give the server: %mcp_connect NAME -- COMMAND [ARGS...], --url URL or --config FILE."
+        )
+    return ServerConfig(
+        args.name,
+        command=command[0],
+        args=command[1:],
+        env=_pairs(args.env, "--env"),
+        cwd=args.cwd,
+        headers=_pairs(args.header, "--header"),
+        timeout=timeout,
+    )
+
+
+def _config_from_file(args: argparse.Namespace, *, default_timeout: float) -> ServerConfig:
+    """The file's entry; its timeout is ``--timeout`` if given, else the entry's own, else ``default_timeout``."""
+    servers = load_servers(args.config, default_timeout=default_timeout)
+    if args.name not in servers:
+        listed = ", ".join(servers) or "none"
+        raise McpSessionError(CONFIG_INVALID, f"{args.config} has no server '{args.name}'; it has: {listed}.")
+    config = servers[args.name]
+    return config if args.timeout is None else config.with_timeout(args.timeout)
+
+
+def _variable(
+    namespace: Mapping[str, Any], name: str, kind: type | tuple[type, ...] = dict, what: str = "a dict of arguments"
+) -> Any:
+    """The notebook variable a magic's option names (``--args``, ``--rows`` ...), checked to be of ``kind``."""
+    if name not in namespace:
+        raise UsageError(f"{INVALID_ARGUMENTS}: no variable named '{name}' in the notebook.")
+    value = namespace[name]
+    if not isinstance(value, kind):
+        raise UsageError(f"{INVALID_ARGUMENTS}: '{name}' must hold {what}.")
+    return value
+
+
+def _function(namespace: Mapping[str, Any], name: str, what: str, code: str) -> Callable[..., Any]:
+    """The function a notebook variable holds (a scope validator, a check); ``code`` is the mistake's code."""
+    value = _variable(namespace, name, object, what)
+    if not callable(value):
+        raise UsageError(f"{code}: '{name}' must hold {what}.")
+    return cast("Callable[..., Any]", value)
+
+
+def _scope_validator(namespace: Mapping[str, Any], args: argparse.Namespace) -> Callable[..., Any] | None:
+    """The scope validator ``%mcp_bind``'s options name; a write must name one (or --allow-any-scope)."""
+    if args.scope_validator and args.allow_any_scope:
+        raise UsageError(f"{CONFIG_INVALID}: give --scope-validator or --allow-any-scope, not both.")
+    validator: Callable[..., Any] | None = None
+    if args.scope_validator:
+        validator = _function(namespace, args.scope_validator, "a scope validator function", CONFIG_INVALID)
+    elif args.allow_any_scope:
+        validator = allow_any_scope
+    if args.effect != "read" and validator is None:
+        raise UsageError(
+            f"{CONFIG_INVALID}: a --{args.effect} binding needs --scope-validator VARIABLE or --allow-any-scope."
+        )
+    return validator
+
+
+def _call_arguments(
+    namespace: Mapping[str, Any], variable: str | None, json_text: str, cell: str | None
+) -> dict[str, Any]:
+    """A call's arguments from one place: the dict in ``--args VARIABLE``, the cell's JSON or the line's."""
+    if cell is not None and json_text:
+        raise UsageError(f"{INVALID_ARGUMENTS}: give the JSON arguments in the cell body or on the line, not both.")
+    if variable and (json_text or (cell or "").strip()):
+        raise UsageError(f"{INVALID_ARGUMENTS}: give --args or JSON arguments, not both.")
+    if variable:
+        return cast("dict[str, Any]", _variable(namespace, variable))
+    return parse_json_arguments(cell if cell is not None else json_text)
+
+
+def _sessions_frame(sessions: list[McpSession]) -> pd.DataFrame:
+    """One row per session, indexed by its name: how it is reached, its state, its server and its tools."""
+    import pandas as pd
+
+    rows = [
+        {
+            "session": session.name,
+            "transport": session.transport,
+            "target": session.config.target,
+            "state": session.state,
+            "protocol": session.protocol_version,
+            "server": session.connection.hello.label,
+            "tools": len(session.catalog),
+            "callable": sum(tool.callable for tool in session.catalog.tools),
+            "bound": session.bound_count,
+        }
+        for session in sessions
+    ]
+    columns = ["session", "transport", "target", "state", "protocol", "server", "tools", "callable", "bound"]
+    return pd.DataFrame(rows, columns=columns).set_index("session")
+
+
 @magics_class
 class McpMagics(Magics, Configurable):
     """Magics for MCP sessions; ``%config McpMagics.timeout = 60`` and friends set their defaults."""
@@ -239,7 +362,7 @@ class McpMagics(Magics, Configurable):
             return args
         command = words[words.index("--") + 1 :] if "--" in words else []
         with _one_line_errors():
-            config = self._config(args, command)
+            config = _config(args, command, default_timeout=self.timeout)
             with _connecting_line(config):
                 session = connect(
                     config,
@@ -249,52 +372,6 @@ class McpMagics(Magics, Configurable):
         display(session.status_widget())
         display(plain_bundle(f"{session.catalog.summary} — %mcp_catalog {session.name} shows the tools"), raw=True)
         return session
-
-    def _config(self, args: argparse.Namespace, command: list[str]) -> ServerConfig:
-        timeout = args.timeout if args.timeout is not None else self.timeout
-        if args.config:
-            if command or args.url:
-                raise McpSessionError(CONFIG_INVALID, "--config takes the server from the file; give no command.")
-            return self._config_from_file(args)
-        if not args.oauth and (args.scope or args.client_id):
-            raise McpSessionError(CONFIG_INVALID, "--scope and --client-id go with --oauth.")
-        if args.url:
-            if command:
-                raise McpSessionError(CONFIG_INVALID, "Give either --url or a command after --, not both.")
-            return ServerConfig(
-                args.name,
-                url=args.url,
-                headers=_pairs(args.header, "--header"),
-                env=_pairs(args.env, "--env"),
-                cwd=args.cwd,
-                timeout=timeout,
-                oauth=OAuth(scopes=args.scope, client_id=args.client_id) if args.oauth else None,
-            )
-        if args.oauth:
-            raise McpSessionError(CONFIG_INVALID, "--oauth is for a server reached with --url.")
-        if not command:
-            raise McpSessionError(
-                CONFIG_INVALID, "Give the server: %mcp_connect NAME -- COMMAND [ARGS...], --url URL or --config FILE."
-            )
-        return ServerConfig(
-            args.name,
-            command=command[0],
-            args=command[1:],
-            env=_pairs(args.env, "--env"),
-            cwd=args.cwd,
-            headers=_pairs(args.header, "--header"),
-            timeout=timeout,
-        )
-
-    def _config_from_file(self, args: argparse.Namespace) -> ServerConfig:
-        """The file's entry; its timeout is ``--timeout`` if given, else the entry's own, else
-        ``McpMagics.timeout``."""
-        servers = load_servers(args.config, default_timeout=self.timeout)
-        if args.name not in servers:
-            listed = ", ".join(servers) or "none"
-            raise McpSessionError(CONFIG_INVALID, f"{args.config} has no server '{args.name}'; it has: {listed}.")
-        config = servers[args.name]
-        return config if args.timeout is None else config.with_timeout(args.timeout)
 
     @line_magic
     @magic_arguments()
@@ -322,31 +399,14 @@ class McpMagics(Magics, Configurable):
     @magic_arguments()
     def mcp_sessions(self, line: str) -> pd.DataFrame | MagicHelp | None:
         """The open sessions as a DataFrame: ``%mcp_sessions`` (with none open, a line that says so)."""
-        import pandas as pd
-
         args = parse(self.mcp_sessions, line)
         if isinstance(args, MagicHelp):
             return args
-
-        if not registry.list():
+        sessions = registry.list()
+        if not sessions:
             print("No open sessions. Open one with %mcp_connect NAME -- COMMAND (or --url URL).")
             return None
-        rows = [
-            {
-                "session": session.name,
-                "transport": session.transport,
-                "target": session.config.target,
-                "state": session.state,
-                "protocol": session.protocol_version,
-                "server": session.connection.hello.label,
-                "tools": len(session.catalog),
-                "callable": sum(tool.callable for tool in session.catalog.tools),
-                "bound": session.bound_count,
-            }
-            for session in registry.list()
-        ]
-        columns = ["session", "transport", "target", "state", "protocol", "server", "tools", "callable", "bound"]
-        return pd.DataFrame(rows, columns=columns).set_index("session").head(self.max_rows)
+        return _sessions_frame(sessions).head(self.max_rows)
 
     # --- catalog and bindings ----------------------------------------------------------------
 
@@ -391,19 +451,7 @@ class McpMagics(Magics, Configurable):
         args = parse(self.mcp_bind, line)
         if isinstance(args, MagicHelp):
             return args
-        if args.scope_validator and args.allow_any_scope:
-            raise UsageError(f"{CONFIG_INVALID}: give --scope-validator or --allow-any-scope, not both.")
-        validator = None
-        if args.scope_validator:
-            validator = self._variable(args.scope_validator, object, "a scope validator function")
-            if not callable(validator):
-                raise UsageError(f"{CONFIG_INVALID}: '{args.scope_validator}' must hold a scope validator function.")
-        elif args.allow_any_scope:
-            validator = allow_any_scope
-        if args.effect != "read" and validator is None:
-            raise UsageError(
-                f"{CONFIG_INVALID}: a --{args.effect} binding needs --scope-validator VARIABLE or --allow-any-scope."
-            )
+        validator = _scope_validator(self._shell.user_ns, args)
         with _one_line_errors():
             return registry.get(args.name).bind(
                 args.tool,
@@ -445,32 +493,16 @@ class McpMagics(Magics, Configurable):
         Python expression; use ``--args`` to pass Python values.
         """
         start = min((index for index in (line.find("{"), line.find("[")) if index >= 0), default=len(line))
-        head, json_text = line[:start], line[start:]
-        args = parse(self.mcp_call, head)
+        args = parse(self.mcp_call, line[:start])
         if isinstance(args, MagicHelp):
             return args
-        if cell is not None and json_text:
-            raise UsageError(f"{INVALID_ARGUMENTS}: give the JSON arguments in the cell body or on the line, not both.")
-        if args.args and (json_text or (cell or "").strip()):
-            raise UsageError(f"{INVALID_ARGUMENTS}: give --args or JSON arguments, not both.")
-        if args.args:
-            arguments = self._variable(args.args)
-        else:
-            arguments = parse_json_arguments(cell if cell is not None else json_text)
+        arguments = _call_arguments(self._shell.user_ns, args.args, line[start:], cell)
         with _one_line_errors():
             session = registry.get(args.name)
             if args.form:
                 return session.form(args.tool)
             return session.call(args.tool, arguments, approve=True if args.yes else None, raw=args.raw,
                                 timeout=args.timeout)  # fmt: skip
-
-    def _variable(self, name: str, kind: type | tuple[type, ...] = dict, what: str = "a dict of arguments") -> Any:
-        if name not in self._shell.user_ns:
-            raise UsageError(f"{INVALID_ARGUMENTS}: no variable named '{name}' in the notebook.")
-        value = self._shell.user_ns[name]
-        if not isinstance(value, kind):
-            raise UsageError(f"{INVALID_ARGUMENTS}: '{name}' must hold {what}.")
-        return value
 
     @line_magic
     @magic_arguments()
@@ -494,10 +526,9 @@ class McpMagics(Magics, Configurable):
         args = parse(self.mcp_evaluate, line)
         if isinstance(args, MagicHelp):
             return args
-        rows = self._variable(args.rows, (pd.DataFrame, list), "a DataFrame or a list of argument dicts")
-        check = self._variable(args.check, object, "a function") if args.check else None
-        if check is not None and not callable(check):
-            raise UsageError(f"{INVALID_ARGUMENTS}: '{args.check}' must hold a function of a result.")
+        namespace = self._shell.user_ns
+        rows = _variable(namespace, args.rows, (pd.DataFrame, list), "a DataFrame or a list of argument dicts")
+        check = _function(namespace, args.check, "a function of a result", INVALID_ARGUMENTS) if args.check else None
         with _one_line_errors():
             return registry.get(args.name).evaluate(
                 args.tool, rows, approve=True if args.yes else None, concurrency=args.concurrency,

@@ -202,6 +202,13 @@ def test_a_python_path_with_a_space_stays_one_argument(ip: InteractiveShell, tmp
         ("%mcp_connect x --header A=b -- python", "mcp_config_invalid"),
         ("%mcp_connect x --env NOVALUE -- python", "mcp_config_invalid: --env takes KEY=VALUE"),
         ("%mcp_connect x", "mcp_config_invalid: Give the server"),
+        ("%mcp_connect x --url http://127.0.0.1:9/mcp -- python", "mcp_config_invalid: Give either --url or a command"),
+        ("%mcp_connect x --scope s -- python", "mcp_config_invalid: --scope and --client-id go with --oauth."),
+        ("%mcp_connect x --config mcp.json -- python", "mcp_config_invalid: --config takes the server from the file"),
+        ('%mcp_call nosuch echo --args a {"text": "x"}', "mcp_invalid_arguments: give --args or JSON arguments, not"),
+        ('%%mcp_call nosuch echo {"text": "x"}\n{"text": "y"}', "in the cell body or on the line, not both."),
+        ("%mcp_bind nosuch echo --write", "mcp_config_invalid: a --write binding needs --scope-validator VARIABLE"),
+        ("%mcp_bind nosuch echo --scope-validator v --allow-any-scope", "--scope-validator or --allow-any-scope, not"),
         ("%mcp_connect broken -- /nonexistent/mcp-server", "mcp_connect_failed: Could not start"),
     ],
 )
@@ -209,6 +216,21 @@ def test_errors_are_one_line_with_their_code(
     ip: InteractiveShell, capsys: pytest.CaptureFixture[str], cell: str, expected: str
 ) -> None:
     assert expected in one_line_error(ip, cell, capsys)
+    assert pj.sessions() == []
+
+
+def test_what_a_line_names_must_be_there_and_of_its_kind(
+    ip: InteractiveShell, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"only": {"command": sys.executable}}}))
+    text = one_line_error(ip, f"%mcp_connect other --config {path}", capsys)
+    assert text.endswith(f"mcp_config_invalid: {path} has no server 'other'; it has: only."), text
+    ip.user_ns.update(number=1, rows=[])
+    text = one_line_error(ip, "%mcp_bind nosuch echo --write --scope-validator number", capsys)
+    assert text.endswith("mcp_config_invalid: 'number' must hold a scope validator function."), text
+    text = one_line_error(ip, "%mcp_evaluate nosuch echo --rows rows --check number", capsys)
+    assert text.endswith("mcp_invalid_arguments: 'number' must hold a function of a result."), text
     assert pj.sessions() == []
 
 
