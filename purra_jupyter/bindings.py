@@ -106,6 +106,22 @@ class _State:
     def with_found(self, writing: bool, found: McpToolCatalog | None) -> _State:
         return replace(self, writes=found) if writing else replace(self, reads=found)
 
+    # Readers of one snapshot: a registration and a write's terms never mix two states.
+
+    def registration(self, remote: str) -> ToolRegistration:
+        binding = self.bindings[remote]
+        found = self.found(is_write(binding))
+        assert found is not None
+        return next(r for r in found.registrations if r.schema.name == binding.local_name)
+
+    def write_terms(self, remote: str) -> WriteTerms | None:
+        binding = self.bindings.get(remote)
+        if binding is None or not is_write(binding) or self.writes is None:
+            return None
+        approval = self.registration(remote).approval_binding
+        assert approval is not None  # purra-mcp registers every write with its approval binding
+        return WriteTerms(dict(approval), binding.binding_revision)
+
 
 @dataclass(frozen=True)
 class WriteIdentity:
@@ -222,6 +238,62 @@ def _with_longest_timeout(limits: McpToolLimits) -> McpToolLimits:
     return replace(limits, timeout_ms=MAX_TIMEOUT_MS)
 
 
+# --- the pure checks of a binding: functions of what they are given; ``Bindings`` passes its state in ---------
+
+
+def default_identity(catalog: Catalog, server: str, remote: str, local: str) -> WriteIdentity:
+    """The identity a write binding gets when none is given: binding id ``SESSION/LOCAL_NAME``, binding
+    revision the digest of the tool as listed (a new definition, a new revision), scope id the session's
+    name, scope revision ``1``."""
+    revision = digest_of([catalog[remote]]) if remote in catalog else DEFAULT_REVISION
+    return WriteIdentity(f"{server}/{local}", revision, server, DEFAULT_REVISION)
+
+
+def _read_declaration_note(catalog: Catalog, server: str, remote: str, *, assume_read_only: bool) -> str:
+    """The note declaring ``remote`` a read tool is logged with; ``mcp_not_read_only`` when its server says it
+    is not, unless ``assume_read_only``."""
+    hint = write_hint(catalog[remote].annotations) if remote in catalog else None
+    if hint is None:
+        return ""
+    if assume_read_only:
+        return f" although its server marks it {hint} (assume_read_only=True)"
+    raise McpSessionError(
+        NOT_READ_ONLY,
+        f"'{remote}' cannot be declared a PurrA read tool: its server marks it {hint}. Bind it as a write: "
+        f"s.bind({remote!r}, effect='write' or 'destructive', scope_validator=...) (%mcp_bind {server} {remote} "
+        f"--write); or, if you know it only reads, s.bind({remote!r}, assume_read_only=True) (logged).",
+    )
+
+
+def _check_free(bindings: Mapping[str, Binding], remote: str, local: str) -> None:
+    """One binding per tool, one tool per local name (reads and writes share the names a host registers)."""
+    for bound, binding in bindings.items():
+        if bound == remote:
+            raise McpSessionError(
+                BINDING_INVALID,
+                f"'{remote}' is already bound as {effect_of(binding)} tool '{binding.local_name}'; unbind it first",
+            )
+        if binding.local_name == local:
+            raise McpSessionError(
+                NAME_CONFLICT, f"The local name '{local}' is already the binding of '{bound}'; choose another."
+            )
+
+
+def _no_longer_holds(remote: str, binding: Binding, catalog: Catalog, assumed: str | None) -> str:
+    """Why ``binding`` cannot stay in ``catalog`` (``""`` when it can): the tool is gone or unsupported, or a
+    read binding's tool is now hinted as a write (other than the hint ``assumed``, which a person declared
+    it read despite)."""
+    if remote not in catalog:
+        return "the server no longer lists it"
+    tool = catalog[remote]
+    if not tool.callable:
+        return "; ".join(tool.reasons)
+    hint = write_hint(tool.annotations)
+    if not is_write(binding) and hint is not None and hint != assumed:
+        return f"its server now marks it {hint}; bind it as a write to call it under PurrA"
+    return ""
+
+
 class Bindings(HasTraits):
     """The catalog as last listed and the read and write bindings, for one connection."""
 
@@ -284,44 +356,17 @@ class Bindings(HasTraits):
 
     def registration(self, remote: str) -> ToolRegistration:
         """purra-mcp's registration (schema, policy, handler, approval binding) of the bound tool ``remote``."""
-        state = self._state
-        binding = state.bindings[remote]
-        found = state.found(is_write(binding))
-        assert found is not None
-        return next(r for r in found.registrations if r.schema.name == binding.local_name)
+        return self._state.registration(remote)
 
     def write_terms(self, remote: str) -> WriteTerms | None:
         """What an approval of a call of the bound write ``remote`` covers beyond the call itself (``None`` for
         reads and unbound tools): the approval binding a PurrA host checks before it runs."""
-        binding = self.binding(remote)
-        if binding is None or not is_write(binding) or self._state.writes is None:
-            return None
-        approval = self.registration(remote).approval_binding
-        assert approval is not None  # purra-mcp registers every write with its approval binding
-        return WriteTerms(dict(approval), binding.binding_revision)
+        return self._state.write_terms(remote)
 
     def check_read_declaration(self, remote: str, *, assume_read_only: bool = False) -> str:
         """Refuse (``mcp_not_read_only``) declaring ``remote`` a read tool when its server says it is not;
         with ``assume_read_only`` the declaration stands, and the note returned is logged with it."""
-        hint = write_hint(self.catalog[remote].annotations) if remote in self.catalog else None
-        if hint is None:
-            return ""
-        if assume_read_only:
-            return f" although its server marks it {hint} (assume_read_only=True)"
-        name = self.connection.name
-        raise McpSessionError(
-            NOT_READ_ONLY,
-            f"'{remote}' cannot be declared a PurrA read tool: its server marks it {hint}. Bind it as a write: "
-            f"s.bind({remote!r}, effect='write' or 'destructive', scope_validator=...) (%mcp_bind {name} {remote} "
-            f"--write); or, if you know it only reads, s.bind({remote!r}, assume_read_only=True) (logged).",
-        )
-
-    def default_identity(self, remote: str, local: str) -> WriteIdentity:
-        """The identity a write binding gets when none is given: binding id ``SESSION/LOCAL_NAME``, binding
-        revision the digest of the tool as listed (a new definition, a new revision), scope id the session's
-        name, scope revision ``1``."""
-        revision = digest_of([self.catalog[remote]]) if remote in self.catalog else DEFAULT_REVISION
-        return WriteIdentity(f"{self.connection.name}/{local}", revision, self.connection.name, DEFAULT_REVISION)
+        return _read_declaration_note(self.catalog, self.connection.name, remote, assume_read_only=assume_read_only)
 
     # --- changing (each one request on the loop, within the session's timeout) ----------------
 
@@ -339,7 +384,7 @@ class Bindings(HasTraits):
         or ``None`` takes ``default_identity``'s); ``options`` are ``make_binding``'s."""
         self._check_current()
         local = options.get("local_name") or default_local_name(remote)
-        self._check_free(remote, local)
+        _check_free(self._state.bindings, remote, local)
         note = ""
         if effect == READ:
             note = self.check_read_declaration(remote, assume_read_only=assume_read_only)
@@ -349,7 +394,7 @@ class Bindings(HasTraits):
         written = None
         if effect != READ:
             given = {key: value for key, value in (identity or {}).items() if value is not None}
-            written = replace(self.default_identity(remote, local), **given)
+            written = replace(default_identity(self.catalog, self.connection.name, remote, local), **given)
         binding = make_binding(remote, effect=effect, identity=written, **options)
         try:
             return self.connection.request(
@@ -407,10 +452,10 @@ class Bindings(HasTraits):
     async def _refresh(self, client: ClientSession) -> Catalog:
         async with self._lock():
             catalog = await build_catalog(self.connection, client)
-            before = self._state.bindings
-            why = {remote: self._no_longer_holds(remote, binding, catalog) for remote, binding in before.items()}
+            before, overridden = self._state.bindings, self._state.assumed
+            why = {remote: _no_longer_holds(remote, b, catalog, overridden.get(remote)) for remote, b in before.items()}
             keep = {remote: binding for remote, binding in before.items() if not why[remote]}
-            assumed = {remote: hint for remote, hint in self._state.assumed.items() if remote in keep}
+            assumed = {remote: hint for remote, hint in overridden.items() if remote in keep}
             dropped = sorted(set(before) - set(keep))
             state = await self._discovered(client, _State(catalog, keep, assumed=assumed), [False, True])
             self._install(state, dropped)
@@ -423,19 +468,6 @@ class Bindings(HasTraits):
                 f"{why[remote]}",
             )
         return self.catalog
-
-    def _no_longer_holds(self, remote: str, binding: Binding, catalog: Catalog) -> str:
-        """Why ``binding`` cannot stay in ``catalog`` (``""`` when it can): the tool is gone or unsupported, or a
-        read binding's tool is now hinted as a write (one a person did not declare read despite that very hint)."""
-        if remote not in catalog:
-            return "the server no longer lists it"
-        tool = catalog[remote]
-        if not tool.callable:
-            return "; ".join(tool.reasons)
-        hint = write_hint(tool.annotations)
-        if not is_write(binding) and hint is not None and hint != self._state.assumed.get(remote):
-            return f"its server now marks it {hint}; bind it as a write to call it under PurrA"
-        return ""
 
     async def _discovered(self, client: ClientSession, state: _State, kinds: Iterable[bool]) -> _State:
         """``state`` with purra-mcp's catalogs of the given kinds (``False`` reads, ``True`` writes) found anew."""
@@ -479,19 +511,6 @@ class Bindings(HasTraits):
                 f"The tools of '{connection.name}' changed since they were listed. Call refresh() first "
                 f"(or %mcp_catalog {connection.name} --refresh).",
             )
-
-    def _check_free(self, remote: str, local: str) -> None:
-        """One binding per tool, one tool per local name (reads and writes share the names a host registers)."""
-        for bound, binding in self._state.bindings.items():
-            if bound == remote:
-                raise McpSessionError(
-                    BINDING_INVALID,
-                    f"'{remote}' is already bound as {effect_of(binding)} tool '{binding.local_name}'; unbind it first",
-                )
-            if binding.local_name == local:
-                raise McpSessionError(
-                    NAME_CONFLICT, f"The local name '{local}' is already the binding of '{bound}'; choose another."
-                )
 
     def explained(self, remote: str, error: McpSessionError) -> McpSessionError:
         """purra-mcp's code, with the tool's reasons (or a plain sentence) as the message."""
