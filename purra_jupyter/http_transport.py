@@ -17,7 +17,7 @@ instead:
 - gives the session's ``DELETE`` ``CLOSE_GRACE`` seconds at close, then drops the connection.
 
 ``HttpTransport`` owns the session (its tasks, the request in flight, the close); ``_Exchanges`` runs its
-HTTP exchanges; ``_Session`` is what they share (the session's id and protocol version, whether it ended)
+HTTP exchanges; ``SharedSession`` is what they share (the session's id and protocol version, whether it ended)
 and how they report. No request is retried and no session is reopened on its own. Every URL it shows is
 redacted and every text it builds is scrubbed of the config's secrets. Runs on the runner's loop only.
 """
@@ -109,7 +109,7 @@ class _RedirectRefused(Exception):
         self.url = url
 
 
-class _Session:
+class SharedSession:
     """What the exchanges of one session share: the server's session id and protocol version, whether the
     session ended; and how they report: a ``Failure``, a log row, the end, each scrubbed."""
 
@@ -210,7 +210,7 @@ class _Exchanges:
 
     def __init__(
         self,
-        session: _Session,
+        session: SharedSession,
         config: ServerConfig,
         client: httpx.AsyncClient,
         incoming: MemoryObjectSendStream[SessionMessage | Exception],
@@ -446,7 +446,7 @@ class HttpTransport:
         self._tasks = tasks
         self._events = events
         self._grace = grace
-        self._session = _Session(config, events, scrub)
+        self._session = SharedSession(config, events, scrub)
         self._exchanges = _Exchanges(self._session, config, client, incoming, max_message_bytes=max_message_bytes,
                                      scrub=scrub)  # fmt: skip
         self._inflight: dict[RequestId, anyio.CancelScope] = {}

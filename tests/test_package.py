@@ -59,3 +59,32 @@ def test_the_demo_server_imports_the_sdk_and_none_of_the_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[] [] True"
+
+
+def test_every_library_the_package_imports_is_declared_in_its_dependencies() -> None:
+    """A module of the kit (the demo server's included) that imports a library the wheel does not declare works
+    here only because something else installed it."""
+    import ast
+    import importlib.metadata
+    import pathlib
+    import re
+    import tomllib
+
+    root = pathlib.Path(pj.__file__).parent
+    imported: set[str] = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    project = tomllib.loads((root.parent / "pyproject.toml").read_text())["project"]
+    declared = {re.split(r"[<>=!~\[ ;]", spec, maxsplit=1)[0].lower().replace("_", "-")
+                for spec in project["dependencies"]}  # fmt: skip
+    distributions = importlib.metadata.packages_distributions()
+    undeclared = {
+        name: distributions[name]
+        for name in imported - set(sys.stdlib_module_names) - {"purra_jupyter"}
+        if not {d.lower().replace("_", "-") for d in distributions.get(name, [name])} & declared
+    }
+    assert undeclared == {}

@@ -1,6 +1,7 @@
-"""The one seam where what the MCP SDK, anyio and purra raise becomes a kit code (``sdk_errors.translate``): each
-exception class they raise there, fed as the real exception, gives its code and a message that names only what the
-kit knows (the server's words go to ``server_text``, scrubbed); anything else is a bug of the kit and is raised."""
+"""The seams where what the MCP SDK, anyio, purra and httpx raise becomes a kit code (``sdk_errors.translate``;
+the HTTP transport's ``SharedSession.broken`` for one request): each exception class they raise there, fed as the
+real exception, gives its code and a message that names only what the kit knows (the server's words go to
+``server_text``, scrubbed); anything else is a bug of the kit and is raised."""
 
 from __future__ import annotations
 
@@ -113,3 +114,66 @@ def test_an_exception_none_of_them_raises_is_a_bug_of_the_kit_and_is_raised_with
         with pytest.raises(type(bug)) as caught:
             translate(raised, STDIO, connecting=False, deadline=None)
     assert caught.value is bug and caught.value.__traceback__ is not None
+
+
+# --- the HTTP transport's seam: what httpx raises for one request becomes that request's Failure ---------------
+
+
+def httpx_errors() -> list[Exception]:
+    """One of each exception class httpx raises for a request (every concrete ``httpx.HTTPError``), each saying
+    a secret and a URL the server chose, as httpx quotes what it was sent."""
+    import httpx
+
+    request = httpx.Request("POST", "http://127.0.0.1:1/mcp")
+    said = f"the server says {SECRET} at https://evil.example/x"
+    kinds: list[type[httpx.HTTPError]] = []
+    pending: list[type[httpx.HTTPError]] = [httpx.HTTPError]
+    while pending:
+        kind = pending.pop()
+        pending.extend(kind.__subclasses__())
+        if kind.__module__.startswith("httpx") and not kind.__subclasses__():
+            kinds.append(kind)
+    errors: list[Exception] = []
+    for kind in sorted(kinds, key=lambda kind: kind.__name__):
+        if kind is httpx.HTTPStatusError:
+            errors.append(kind(said, request=request, response=httpx.Response(500, request=request)))
+        elif issubclass(kind, httpx.RequestError):
+            errors.append(kind(said, request=request))
+        else:
+            errors.append(kind(said))
+    return errors
+
+
+HTTPX_ERRORS = httpx_errors()
+
+
+@pytest.mark.parametrize("opened", [False, True], ids=["connecting", "open"])
+@pytest.mark.parametrize("exception", HTTPX_ERRORS, ids=lambda error: type(error).__name__)
+def test_each_exception_httpx_raises_for_a_request_fails_that_request_with_the_kits_words(
+    exception: Exception, opened: bool
+) -> None:
+    """A request that breaks below HTTP fails alone, as ``mcp_transport_error``; a server that no longer accepts
+    connections once the session is open ends the session (``mcp_connection_closed``). The message is one line of
+    the kit's words; what httpx quoted is the failure's ``server_text``, scrubbed."""
+    import httpx
+
+    from purra_jupyter.http_transport import SharedSession, TransportEvents
+
+    ended: list[tuple[str, str]] = []
+    config = pj.ServerConfig("srv", url="http://127.0.0.1:1/mcp", headers={"Authorization": f"Bearer {SECRET}"})
+    events = TransportEvents(request_failed=lambda *_: None, session_ended=lambda *end: ended.append(end),
+                             note=lambda *_: None)  # fmt: skip
+    shared = SharedSession(config, events, Scrubber((SECRET,)))
+    shared.protocol_version = "2025-11-25" if opened else None
+    failure = shared.broken(exception, "tools/call")
+    if opened and isinstance(exception, httpx.ConnectError | httpx.ConnectTimeout):
+        assert failure is None and len(ended) == 1
+        cause, code = ended[0]
+        assert code == "mcp_connection_closed" and "can no longer be reached" in cause and SECRET not in cause
+        return
+    assert failure is not None and not ended
+    assert failure.code == "mcp_transport_error", failure
+    assert failure.message.startswith("Server 'srv' ") and "\n" not in failure.message
+    assert SECRET not in failure.message + failure.server_text and "evil.example" not in failure.message
+    if not isinstance(exception, httpx.TooManyRedirects):
+        assert "the server says ***" in failure.server_text
