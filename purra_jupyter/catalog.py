@@ -3,6 +3,9 @@
 The decision "could a PurrA host bind this tool?" is purra-mcp's own code (pinned 1.0.3): its
 paged listing rules and its schema contract (through ``purra_adapter``). This module adds what a
 person needs on top: reasons with a path and a hint, a digest, a DataFrame, a diff.
+
+The catalog's MIME payload is ``to_json()`` plus the kit's fixed words under ``labels`` (``catalog_labels()``),
+which the labextension shows, so the words are typed once, here.
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 MAX_RELISTS = 3  # list_changed while listing: list again at most this often, then give up (stale)
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # purra-mcp's rule for remote tool names
 _SAFE_INTEGER = 2**53 - 1
+# The kit's words for a verdict and the catalog's summary, shared by the text, the HTML and the labextension.
+CALLABLE = "callable"
+NOT_CALLABLE = "not callable"
+CALLABLE_UNDER = "callable under PurrA"
+DROPPED = "Dropped bindings"
 FRAME_COLUMNS = [
     "name_warning",
     "title",
@@ -247,7 +255,8 @@ class Catalog:
         return pd.DataFrame(rows, columns=["tool", "change", "fields"]).set_index("tool")
 
     def to_json(self) -> dict[str, Any]:
-        """The data behind the catalog MIME type (everything a renderer shows; all of it server text)."""
+        """The data behind the catalog MIME type (everything a renderer shows but its fixed labels; all of it
+        server text)."""
         return {
             "server": self.server,
             "protocolVersion": self.protocol_version,
@@ -263,16 +272,16 @@ class Catalog:
     def summary(self) -> str:
         """One line: the server, its tool counts and the digest's first digits."""
         usable = sum(tool.callable for tool in self.tools)
-        return f"{self.server}: {len(self.tools)} tools, {usable} callable under PurrA, digest {self.digest[:12]}"
+        return f"{self.server}: {len(self.tools)} tools, {usable} {CALLABLE_UNDER}, digest {self.digest[:12]}"
 
     def __repr__(self) -> str:
         lines = [f"Catalog {self.summary}"]
         if self.note:
             lines.append(f"  note: {self.note}")
         if self.dropped:
-            lines.append(f"  dropped bindings: {', '.join(self.dropped)}")
+            lines.append(f"  {DROPPED.lower()}: {', '.join(self.dropped)}")
         for tool in self.tools:
-            verdict = "callable" if tool.callable else "not callable"
+            verdict = CALLABLE if tool.callable else NOT_CALLABLE
             bound = f" (bound as {tool.bound_label})" if tool.bound_as else ""
             lines.append(f"  {tool.label}: {verdict}{bound}")
             lines.extend(f"      {reason}" for reason in tool.reasons)
@@ -281,7 +290,7 @@ class Catalog:
     def _repr_html_table(self) -> Html:
         rows = []
         for tool in self.tools:
-            badge = _badge("callable", OK_COLOR) if tool.callable else _badge("not callable", ERROR_COLOR)
+            badge = _badge(CALLABLE, OK_COLOR) if tool.callable else _badge(NOT_CALLABLE, ERROR_COLOR)
             reasons = tag("ul", join(tag("li", reason) for reason in tool.reasons))
             rows.append(
                 tag(
@@ -298,12 +307,18 @@ class Catalog:
                 )
             )
         note = tag("p", self.note) if self.note else None
-        dropped = tag("p", f"Dropped bindings: {', '.join(self.dropped)}") if self.dropped else None
+        dropped = tag("p", f"{DROPPED}: {', '.join(self.dropped)}") if self.dropped else None
         summary = tag("p", tag("b", self.summary))
         return tag("div", summary, note, dropped, table(_HTML_COLUMNS, rows), class_="purra-catalog")
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
-        return {CATALOG_MIME: self.to_json(), "text/html": str(self._repr_html_table()), "text/plain": repr(self)}
+        payload = {**self.to_json(), "labels": catalog_labels()}
+        return {CATALOG_MIME: payload, "text/html": str(self._repr_html_table()), "text/plain": repr(self)}
+
+
+def catalog_labels() -> dict[str, str]:
+    """The fixed words a catalog payload carries for the labextension."""
+    return {"callable": CALLABLE, "notCallable": NOT_CALLABLE, "callableUnder": CALLABLE_UNDER, "dropped": DROPPED}
 
 
 _HTML_COLUMNS = ("tool", "title", "description", "verdict", "input", "output", "bindable as", "bound as", "reasons")

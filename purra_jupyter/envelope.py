@@ -2,6 +2,11 @@
 
 Everything in a result came from a server nobody here trusts: the HTML fallbacks escape every
 string, show images only as data URIs of four raster types, and never make a URL clickable.
+
+Each MIME payload carries, beside the result, the kit's fixed words under ``labels`` (``envelope_labels()``,
+``raw_result_labels()``): the labextension shows those, so the words are typed once, here. They are UI text
+only: never part of the result itself (``to_dict()``, ``text``, ``structured``), which is what a model or an
+evaluation row gets.
 """
 
 from __future__ import annotations
@@ -20,8 +25,15 @@ from .wire import COMMITTED, ENVELOPE_MIME, NOT_STARTED, NOT_TABULAR, RAW_RESULT
 if TYPE_CHECKING:
     import pandas as pd
 
+ENVELOPE_KIND = "PurrA envelope"
 RAW_LABEL = "raw MCP result, outside the PurrA contract"
 SERVER_WORDS = "the server's error text: outside the envelope, never passed to a model"
+IMAGE_ALT = "image from the server"
+# What purra's effect state means, appended to the state where a person reads it; the other states need no note.
+EFFECT_NOTES = {
+    COMMITTED: " (the server answered the write)",
+    UNKNOWN: " — the write may have happened: the kit cannot know; check the server",
+}
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _PREVIEW_ROWS = 50
 
@@ -134,7 +146,7 @@ class Envelope:
 
     def __repr__(self) -> str:
         head = f"Envelope {self.server}/{self.tool}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms)"
-        lines = [head, f"  effect: {self.effect_state}{_EFFECT_NOTES.get(self.effect_state, '')}"]
+        lines = [head, f"  effect: {self.effect_state}{EFFECT_NOTES.get(self.effect_state, '')}"]
         lines += [*(f"  {line}" for line in [self.message] if line), *_server_text_lines(self)]
         lines += [f"  text: {block}" for block in self.text]
         if self.structured is not None:
@@ -148,8 +160,8 @@ class Envelope:
             body.append(_table_html(records))
         if self.structured is not None:
             body.append(_json_block("structured", self.structured))
-        payload = {"envelope": self.to_dict(), "effectState": self.effect_state}
-        return _bundle(self, ENVELOPE_MIME, "PurrA envelope", "purra-envelope", [_effect_html(self), *body], payload)
+        payload = {"envelope": self.to_dict(), "effectState": self.effect_state, "labels": envelope_labels()}
+        return _bundle(self, ENVELOPE_MIME, ENVELOPE_KIND, "purra-envelope", [_effect_html(self), *body], payload)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,19 +211,24 @@ class RawResult:
         body = [_block_html(block) for block in self.content]
         if self.structured_content is not None:
             body.append(_json_block("structuredContent", self.structured_content))
-        return _bundle(self, RAW_RESULT_MIME, RAW_LABEL, "purra-raw-result", body, {"result": self.to_dict()})
+        payload = {"result": self.to_dict(), "labels": raw_result_labels()}
+        return _bundle(self, RAW_RESULT_MIME, RAW_LABEL, "purra-raw-result", body, payload)
 
 
-_EFFECT_NOTES = {
-    COMMITTED: " (the server answered the write)",
-    UNKNOWN: " — the write may have happened: the kit cannot know; check the server",
-}
+def envelope_labels() -> dict[str, Any]:
+    """The fixed words an envelope payload carries for the labextension (a fresh dict each time)."""
+    return {"kind": ENVELOPE_KIND, "serverWords": SERVER_WORDS, "effectNotes": dict(EFFECT_NOTES)}
+
+
+def raw_result_labels() -> dict[str, str]:
+    """The fixed words a raw-result payload carries for the labextension."""
+    return {"raw": RAW_LABEL, "serverWords": SERVER_WORDS, "imageAlt": IMAGE_ALT}
 
 
 def _effect_html(envelope: Envelope) -> Html:
     """The effect state; ``unknown`` as a warning a person cannot miss."""
     state = envelope.effect_state
-    note = _EFFECT_NOTES.get(state, "")
+    note = EFFECT_NOTES.get(state, "")
     if state == UNKNOWN:
         style = f"font-weight:bold;border:2px solid {ERROR_COLOR};padding:2px 8px;margin:4px 0"
         return tag("div", f"effect: {state}{note}", class_="purra-effect purra-effect-unknown", style=style)
@@ -228,7 +245,7 @@ def _bundle(
     result: Envelope | RawResult, mime: str, label: str, css_class: str, body: list[Html], payload: dict[str, Any]
 ) -> dict[str, Any]:
     """The MIME bundle of a call result: our MIME type for the extension, escaped HTML, plain text. The kit's
-    note and the server's own error text come first, outside ``payload`` (the result itself)."""
+    note and the server's own error text come first, outside ``payload`` (the result itself and its labels)."""
     parts = [_header_html(label, result.server, result.tool, result.error_code, result.elapsed_ms)]
     if result.message:
         parts.append(tag("p", result.message))
@@ -280,5 +297,5 @@ def _block_html(block: dict[str, Any]) -> Html:
         if uri is not None:
             # tiny images (icons, test patterns) scaled up to a size a person can see, their pixels kept sharp
             style = "min-width:64px;max-width:100%;image-rendering:pixelated"
-            return tag("img", alt="image from the server", style=style, src=uri)
+            return tag("img", alt=IMAGE_ALT, style=style, src=uri)
     return tag("div", tag("small", str(block.get("type"))), pre(_block_text(block)))

@@ -27,6 +27,10 @@ import nbformat
 import pytest
 from conftest import BINDER_BUILD_GUARD, execute_notebook, follow_authorization, oauth_server, stop_tree
 
+from purra_jupyter.catalog import CALLABLE_UNDER
+from purra_jupyter.envelope import EFFECT_NOTES, ENVELOPE_KIND, IMAGE_ALT, RAW_LABEL, SERVER_WORDS, Envelope, RawResult
+from purra_jupyter.wire import COMMITTED, ENVELOPE_MIME, RAW_RESULT_MIME, UNKNOWN
+
 try:
     from playwright.sync_api import expect, sync_playwright
 except ImportError:  # reported by the fixture, so that the rest of the suite still runs
@@ -59,8 +63,6 @@ ENVELOPE = '.jp-PurraEnvelope[data-mime-type="application/vnd.purra.envelope+jso
 CATALOG = '.jp-PurraCatalog[data-mime-type="application/vnd.purra.catalog+json"]'
 RAW_RESULT = '.jp-PurraRawResult[data-mime-type="application/vnd.purra.raw-result+json"]'
 OURS = ".jp-PurraRenderer"
-RAW_LABEL = "raw MCP result, outside the PurrA contract"
-SERVER_WORDS = "the server's error text: outside the envelope, never passed to a model"
 XSS_SCRIPT = "<script>window.__pwned = 1</script>"
 XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 XSS_SVG = '"><svg onload=window.__pwned=1>'
@@ -304,7 +306,7 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
         expect(catalog).to_contain_text("PurrA catalog", timeout=STEP)
         for tool in ("search_documents", "tiny_image", "greet"):
             expect(catalog.locator("table.jp-PurraRenderer-table code", has_text=tool).first).to_be_visible()
-        expect(catalog).to_contain_text("callable under PurrA")
+        expect(catalog).to_contain_text(CALLABLE_UNDER)
         browser.screenshot(f"{lab.label}-01-run-all-catalog", catalog)
 
         # The approval widget: nothing ran yet; one click runs the call and shows its envelope inside the widget.
@@ -526,7 +528,7 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
             deleted = nth("destructive").locator(ENVELOPE)
             expect(deleted.locator(".jp-PurraRenderer-decision")).to_contain_text("(destructive)", timeout=STEP)
             expect(deleted.locator(".jp-PurraRenderer-effect")).to_have_text(
-                "effect: committed (the server answered the write)"
+                f"effect: {COMMITTED}{EFFECT_NOTES[COMMITTED]}"
             )
             expect(nth("batch").locator(".purra-decision")).to_contain_text("approved", timeout=STEP)
             expect(nth("batch").locator("table.dataframe")).to_have_count(1)
@@ -579,7 +581,11 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
             expect(nth("destructive").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text(
                 "approved (approved by a click)"
             )
-            expect(nth("destructive").locator(ENVELOPE)).to_contain_text("effect: committed")
+            # the kit's words come from the saved payload's labels, not from a kernel
+            expect(nth("destructive").locator(".jp-PurraRenderer-effect")).to_have_text(
+                f"effect: {COMMITTED}{EFFECT_NOTES[COMMITTED]}"
+            )
+            expect(nth("raw").locator(RAW_RESULT)).to_contain_text(RAW_LABEL)
             for name in ("approve", "deny", "batch"):
                 expect(nth(name)).not_to_contain_text(WIDGET_ERROR)
             browser.screenshot("quickstart-06-reloaded-approved", nth("approve"))
@@ -731,6 +737,79 @@ def test_notebook_7_draws_our_renderers_and_an_approval_click_settles(tmp_path: 
             assert all("notebook_core" in error for error in browser.errors), browser.errors
         except BaseException:
             browser.report_failure("notebook7-failure", lab)
+            raise
+
+
+# --- the kit's words, carried by each saved payload ----------------------------------------------------------
+
+# Labels as a notebook may hold them: as saved now, absent (saved before payloads carried them), or not strings.
+LABEL_VARIANTS: dict[str, Any] = {
+    "current": "keep",
+    "missing": None,
+    "malformed": {"kind": 1, "raw": ["x"], "serverWords": None, "effectNotes": {"unknown": 7}, "imageAlt": {}},
+}
+
+
+def saved_output(result: Envelope | RawResult, mime: str, labels: Any) -> Any:
+    """``result``'s bundle as a saved display output, its payload's labels kept (``"keep"``), removed (``None``)
+    or replaced by ``labels``."""
+    data = result._repr_mimebundle_()
+    payload = dict(data[mime])
+    if labels != "keep":
+        payload.pop("labels")
+        if labels is not None:
+            payload["labels"] = labels
+    return nbformat.v4.new_output("display_data", data={**data, mime: payload})
+
+
+def test_a_saved_output_shows_the_words_its_payload_carries_or_a_neutral_stand_in(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """Drawn from the file, with no kernel behind it: an output shows the kit's words its payload carries; one
+    saved before payloads carried them, or with a label that is not a string, shows a neutral stand-in (the MIME
+    type, the label's key, no note) and still draws everything else."""
+    envelope = Envelope("demo", "add_note", '{"text":[],"structured":null}', "mcp_canceled", 5.0,
+                        server_text="the backend said no", effect_state=UNKNOWN)  # fmt: skip
+    raw = RawResult("demo", "tiny_image", [{"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}],
+                    server_text="JSON-RPC error -32603: no")  # fmt: skip
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    for labels in LABEL_VARIANTS.values():
+        for result, mime in ((envelope, ENVELOPE_MIME), (raw, RAW_RESULT_MIME)):
+            notebook.cells.append(nbformat.v4.new_code_cell("# saved", outputs=[saved_output(result, mime, labels)]))
+    with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
+        nbformat.write(notebook, lab.root / "saved.ipynb")
+        cells = browser.page.locator(".jp-Notebook .jp-Cell")
+        try:
+            open_notebook(browser, lab, "saved.ipynb")
+            for index, name in enumerate(LABEL_VARIANTS):
+                drawn_envelope = cells.nth(2 * index).locator(f".jp-OutputArea-output{ENVELOPE}")
+                drawn_raw = cells.nth(2 * index + 1).locator(f".jp-OutputArea-output{RAW_RESULT}")
+                expect(drawn_envelope.locator("pre", has_text="the backend said no")).to_be_visible(timeout=STEP)
+                expect(drawn_raw.locator("pre", has_text="JSON-RPC error -32603: no")).to_be_visible(timeout=STEP)
+                kind = drawn_envelope.locator(".jp-PurraRenderer-header .jp-PurraRenderer-kind")
+                effect = drawn_envelope.locator(".jp-PurraRenderer-effect")
+                raw_label = drawn_raw.locator(".jp-PurraRenderer-rawLabel")
+                image = drawn_raw.locator("img.jp-PurraRenderer-image")
+                if name == "current":
+                    expect(kind).to_have_text(ENVELOPE_KIND)
+                    expect(effect).to_have_text(f"effect: {UNKNOWN}{EFFECT_NOTES[UNKNOWN]}")
+                    expect(drawn_envelope).to_contain_text(SERVER_WORDS)
+                    expect(raw_label).to_have_text(RAW_LABEL)
+                    expect(drawn_raw).to_contain_text(SERVER_WORDS)
+                    expect(image).to_have_attribute("alt", IMAGE_ALT)
+                else:
+                    expect(kind).to_have_text(ENVELOPE_MIME)
+                    expect(effect).to_have_text(f"effect: {UNKNOWN}")
+                    expect(raw_label).to_have_text(RAW_RESULT_MIME)
+                    expect(image).to_have_attribute("alt", "")
+                    for drawn in (drawn_envelope, drawn_raw):
+                        expect(drawn.locator(".jp-PurraRenderer-blockType", has_text="serverWords")).to_have_count(1)
+                        expect(drawn).not_to_contain_text(SERVER_WORDS)
+            browser.screenshot("saved-labels", cells.nth(0))
+            assert browser.errors == []
+        except BaseException:
+            browser.report_failure("saved-labels-failure", lab)
             raise
 
 

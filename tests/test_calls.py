@@ -23,8 +23,18 @@ from purra_mcp import McpToolBinding, discover_mcp_tools
 
 import purra_jupyter as pj
 from purra_jupyter.bindings import call_limits
-from purra_jupyter.envelope import Envelope, RawResult
+from purra_jupyter.envelope import (
+    EFFECT_NOTES,
+    ENVELOPE_KIND,
+    IMAGE_ALT,
+    RAW_LABEL,
+    SERVER_WORDS,
+    Envelope,
+    RawResult,
+)
 from purra_jupyter.errors import SERVER_TEXT_CHARS
+from purra_jupyter.markup import escape
+from purra_jupyter.wire import ENVELOPE_MIME, RAW_RESULT_MIME
 
 ROOT = Path(__file__).parent.parent
 EVERYTHING = ROOT / "tests/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -159,7 +169,7 @@ def test_a_json_rpc_error_keeps_the_servers_words_on_the_raw_path() -> None:
         assert raw.server_text.startswith("JSON-RPC error -32603: getaddrinfo ENOTFOUND api.example.invalid")
         assert raw.server_text.endswith("y" * 400)  # whole: it is under SERVER_TEXT_CHARS
         html = raw._repr_mimebundle_()["text/html"]
-        assert "the server&#x27;s error text" in html and "&lt;script&gt;" in html
+        assert escape(SERVER_WORDS) in html and "&lt;script&gt;" in html
         assert unsafe_markup(html) == []
         assert raw._repr_mimebundle_()["application/vnd.purra.raw-result+json"]["serverText"] == raw.server_text
         # On the PurrA path the envelope never carries remote text (purra-mcp's rule).
@@ -252,7 +262,7 @@ def test_raw_results_from_the_published_everything_server() -> None:
         assert f"src='data:image/png;base64,{png['data']}'" in image._repr_mimebundle_()["text/html"]
         refused = session.call("echo", {"message": 3}, raw=True, approve=True)
         assert refused.error_code == "mcp_invalid_arguments" and refused.content == []
-        assert "raw MCP result, outside the PurrA contract" in repr(echo)
+        assert RAW_LABEL in repr(echo)
         assert [row.detail.split(":")[0] for row in session.log.events("call")][-1] == "echo (raw)"
 
 
@@ -299,7 +309,7 @@ def test_a_tool_error_shows_the_servers_text_beside_an_envelope_that_stays_purra
         bundle = envelope._repr_mimebundle_()
         assert bundle["application/vnd.purra.envelope+json"]["serverText"] == envelope.server_text
         assert bundle["application/vnd.purra.envelope+json"]["envelope"] == EMPTY
-        assert "the server&#x27;s error text: outside the envelope" in bundle["text/html"]
+        assert escape(SERVER_WORDS) in bundle["text/html"]
         assert "&lt;script&gt;x&lt;/script&gt;" in bundle["text/html"] and unsafe_markup(bundle["text/html"]) == []
         assert "backend exploded" in repr(envelope) and "    second line" in repr(envelope)
         long = session.call("fail", {"message": "z" * 5000}, approve=True)  # bounded
@@ -317,3 +327,20 @@ def test_html_fallbacks_fold_long_json_and_scale_tiny_images(demo: pj.McpSession
     assert "<details>" not in small and "&quot;sum&quot;: 3" in small
     image = demo.call("tiny_image", {}, raw=True, approve=True)._repr_mimebundle_()["text/html"]
     assert "style='min-width:64px;max-width:100%;image-rendering:pixelated'" in image
+
+
+def test_each_result_payload_carries_the_kits_fixed_words_apart_from_the_result() -> None:
+    """The labextension shows the words the payload brings (typed once, in envelope.py), beside the result: what
+    a model is given, ``to_dict()``, stays exactly the result."""
+    envelope = Envelope("demo", "add_note", '{"text":["saved"],"structured":null}', effect_state="unknown")
+    payload = envelope._repr_mimebundle_()[ENVELOPE_MIME]
+    assert payload["labels"] == {"kind": ENVELOPE_KIND, "serverWords": SERVER_WORDS, "effectNotes": EFFECT_NOTES}
+    assert set(EFFECT_NOTES) == {"committed", "unknown"}  # a note for each state a person must not misread
+    assert payload["envelope"] == envelope.to_dict() == {"text": ["saved"], "structured": None}
+    raw = RawResult("demo", "echo", [{"type": "text", "text": "hi"}])
+    raw_payload = raw._repr_mimebundle_()[RAW_RESULT_MIME]
+    assert raw_payload["labels"] == {"raw": RAW_LABEL, "serverWords": SERVER_WORDS, "imageAlt": IMAGE_ALT}
+    assert raw_payload["result"] == raw.to_dict() and set(raw.to_dict()) == {"content", "structuredContent", "isError"}
+    # each payload gets its own labels: a change to one bundle's words reaches no other
+    payload["labels"]["effectNotes"]["unknown"] = "changed"
+    assert "changed" not in EFFECT_NOTES.values()

@@ -19,7 +19,16 @@ from purra.contracts import ToolPolicy
 from purra_mcp import McpAdapterError, McpCatalogMonitor, McpToolBinding, McpToolLimits, discover_mcp_tools
 
 import purra_jupyter as pj
-from purra_jupyter.catalog import FRAME_COLUMNS, default_local_name
+from purra_jupyter.catalog import (
+    CALLABLE,
+    CALLABLE_UNDER,
+    DROPPED,
+    FRAME_COLUMNS,
+    NOT_CALLABLE,
+    catalog_labels,
+    default_local_name,
+)
+from purra_jupyter.wire import CATALOG_MIME
 
 BIN = Path(sys.executable).parent
 DEMO_COMPATIBLE = {
@@ -214,6 +223,7 @@ def test_stale_catalog_refresh_rebinds_and_drops_what_disappeared(demo: pj.McpSe
     assert catalog.dropped == ("extra_tool",)
     assert [entry["remoteName"] for entry in demo.bindings["entries"]] == ["echo"]
     assert any("dropped the binding of extra_tool" in row.detail for row in demo.log.events("bind"))
+    assert f"<p>{DROPPED}: extra_tool</p>" in catalog._repr_mimebundle_()["text/html"]
 
 
 def test_bindings_snapshot_equals_purras_for_the_same_bindings(demo: pj.McpSession) -> None:
@@ -318,3 +328,15 @@ def test_catalog_html_escapes_server_text() -> None:
         assert "&lt;script&gt;" in bundle["text/html"]
         assert bundle["application/vnd.purra.catalog+json"]["tools"][0]["description"] == script
         assert "tool_000" in bundle["text/plain"]
+
+
+def test_the_catalog_payload_carries_the_kits_fixed_words_apart_from_its_data(demo: pj.McpSession) -> None:
+    """The labextension shows the verdict and summary words the payload brings (typed once, in catalog.py);
+    ``to_json()`` stays the catalog's data."""
+    catalog = demo.catalog
+    payload = catalog._repr_mimebundle_()[CATALOG_MIME]
+    labels = {"callable": CALLABLE, "notCallable": NOT_CALLABLE, "callableUnder": CALLABLE_UNDER, "dropped": DROPPED}
+    assert payload["labels"] == catalog_labels() == labels
+    assert {key: value for key, value in payload.items() if key != "labels"} == catalog.to_json()
+    assert "labels" not in catalog.to_json()
+    assert CALLABLE_UNDER in catalog.summary and NOT_CALLABLE in repr(catalog)  # the demo's greet is not callable

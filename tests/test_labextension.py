@@ -8,6 +8,9 @@ import sys
 import zipfile
 from pathlib import Path
 
+from purra_jupyter.catalog import catalog_labels
+from purra_jupyter.envelope import envelope_labels, raw_result_labels
+
 ROOT = Path(__file__).parent.parent
 NAME = "purra-jupyter-renderers"
 
@@ -38,3 +41,25 @@ def test_no_html_injection_point_in_the_renderer_source() -> None:
     assert sources
     for source in sources:
         assert not pattern.search(source.read_text()), source
+
+
+def label_words(labels: object) -> list[str]:
+    """Every string in a payload's ``labels`` (effect notes are nested one level)."""
+    if isinstance(labels, dict):
+        return [word for value in labels.values() for word in label_words(value)]
+    return [labels] if isinstance(labels, str) else []
+
+
+def test_the_renderer_source_holds_no_copy_of_the_words_the_payloads_carry() -> None:
+    """The kit's fixed words come with each MIME payload (``labels``); the TypeScript reads them there, so a
+    sentence typed in it as well would be a second source that drifts. Comments aside; one-word labels such as
+    ``callable`` are also field names in the source, so only phrases are looked for."""
+    words = [
+        word for labels in (envelope_labels(), raw_result_labels(), catalog_labels()) for word in label_words(labels)
+    ]
+    phrases = {word.strip(" —()") for word in words if " " in word.strip()}
+    assert len(phrases) >= 7, phrases
+    comments = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+    for source in (ROOT / "labextension" / "src").rglob("*.ts"):
+        code = comments.sub("", source.read_text())
+        assert [phrase for phrase in phrases if phrase in code] == [], source

@@ -22,8 +22,10 @@ from purra_mcp import McpWriteToolBinding, discover_mcp_write_tools
 
 import purra_jupyter as pj
 from purra_jupyter.bindings import call_limits
-from purra_jupyter.envelope import Envelope
+from purra_jupyter.envelope import EFFECT_NOTES, Envelope
+from purra_jupyter.markup import escape
 from purra_jupyter.ui.approval import EFFECT_BANNERS, PendingCall
+from purra_jupyter.wire import UNKNOWN
 
 BIN = Path(sys.executable).parent
 EMPTY = {"text": [], "structured": None}
@@ -131,9 +133,9 @@ def test_interrupt_during_a_slow_write_after_dispatch_leaves_its_effect_unknown(
     watcher.join()
     assert result.error_code == "mcp_canceled" and result.effect_state == "unknown"
     assert result.to_dict() == EMPTY
-    assert "the write may have happened" in repr(result)
+    assert EFFECT_NOTES[UNKNOWN] in repr(result)
     html = result._repr_mimebundle_()["text/html"]
-    assert "purra-effect-unknown" in html and "the write may have happened" in html
+    assert "purra-effect-unknown" in html and escape(EFFECT_NOTES[UNKNOWN]) in html
     assert result._repr_mimebundle_()["application/vnd.purra.envelope+json"]["effectState"] == "unknown"
     assert demo.state == "ready"
     # the server was told to cancel the write; here it had not stored the note yet (the kit cannot know that)

@@ -6,6 +6,11 @@
  * server data is `img.src`, and only for a data URI of one of four raster image types whose payload
  * is checked to be base64. URIs are shown as text, never as links. That is why the factories
  * below can honestly declare themselves `safe`.
+ *
+ * The kit's own fixed words (a raw result's label, the label of a server's error text, what an effect state
+ * means, the verdict badges) are not typed here: each payload carries them under `labels`, from purra_jupyter
+ * (envelope.py, catalog.py), and they are drawn as text too. A payload saved before labels existed, or one
+ * whose label is not a string, shows the label's neutral fallback instead (see `Private.label`).
  */
 
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
@@ -15,11 +20,6 @@ import { Widget } from '@lumino/widgets';
 export const ENVELOPE_MIME = 'application/vnd.purra.envelope+json';
 export const RAW_RESULT_MIME = 'application/vnd.purra.raw-result+json';
 export const CATALOG_MIME = 'application/vnd.purra.catalog+json';
-
-/** The label every raw result carries (same words as RAW_LABEL in envelope.py). */
-const RAW_LABEL = 'raw MCP result, outside the PurrA contract';
-/** The label of a server's own error text, shown beside a result (same words as SERVER_WORDS in envelope.py). */
-const SERVER_WORDS = "the server's error text: outside the envelope, never passed to a model";
 
 /** The only images shown: these types, as base64 data URIs. */
 const IMAGE_TYPES: ReadonlyArray<string> = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
@@ -102,7 +102,7 @@ export class EnvelopeRenderer extends PurraRenderer {
 
   protected draw(node: HTMLElement, data: Private.JSONObject): void {
     Private.appendDecision(node, data);
-    node.appendChild(Private.header('PurrA envelope', data));
+    node.appendChild(Private.header(Private.label(data, 'kind', ENVELOPE_MIME), data));
     Private.appendEffect(node, data);
     Private.appendMessage(node, data);
     Private.appendServerText(node, data);
@@ -122,7 +122,7 @@ export class RawResultRenderer extends PurraRenderer {
 
   protected draw(node: HTMLElement, data: Private.JSONObject): void {
     Private.appendDecision(node, data);
-    node.appendChild(Private.el('div', CLASS.rawLabel, RAW_LABEL));
+    node.appendChild(Private.el('div', CLASS.rawLabel, Private.label(data, 'raw', RAW_RESULT_MIME)));
     node.appendChild(Private.header('raw result', data));
     Private.appendMessage(node, data);
     Private.appendServerText(node, data);
@@ -130,8 +130,9 @@ export class RawResultRenderer extends PurraRenderer {
     if (result.isError === true) {
       node.appendChild(Private.el('p', CLASS.error, 'The server flagged this result isError: true.'));
     }
+    const imageAlt = Private.label(data, 'imageAlt', '');
     for (const block of Private.asArray(result.content)) {
-      node.appendChild(Private.block(block));
+      node.appendChild(Private.block(block, imageAlt));
     }
     Private.appendStructured(node, 'structuredContent', result.structuredContent);
   }
@@ -146,11 +147,15 @@ export class CatalogRenderer extends PurraRenderer {
   protected draw(node: HTMLElement, data: Private.JSONObject): void {
     const tools = Private.asArray(data.tools).map(tool => Private.asObject(tool) ?? {});
     const usable = tools.filter(tool => tool.callable === true).length;
+    const verdicts: Private.Verdicts = {
+      callable: Private.label(data, 'callable'),
+      notCallable: Private.label(data, 'notCallable')
+    };
     const summary = Private.el('div', CLASS.header);
     summary.appendChild(Private.el('span', CLASS.kind, 'PurrA catalog'));
     summary.appendChild(
       Private.text(
-        ` · ${Private.asText(data.server)}: ${tools.length} tools, ${usable} callable under PurrA` +
+        ` · ${Private.asText(data.server)}: ${tools.length} tools, ${usable} ${Private.label(data, 'callableUnder')}` +
           ` · digest ${Private.asText(data.digest).slice(0, 12)}`
       )
     );
@@ -164,13 +169,13 @@ export class CatalogRenderer extends PurraRenderer {
     }
     const dropped = Private.asArray(data.dropped).map(Private.asText);
     if (dropped.length > 0) {
-      node.appendChild(Private.el('p', CLASS.error, `Dropped bindings: ${dropped.join(', ')}`));
+      node.appendChild(Private.el('p', CLASS.error, `${Private.label(data, 'dropped')}: ${dropped.join(', ')}`));
     }
 
-    const rows = tools.map(tool => ({ callable: tool.callable === true, row: Private.toolRow(tool) }));
+    const rows = tools.map(tool => ({ callable: tool.callable === true, row: Private.toolRow(tool, verdicts) }));
     const shown = Private.el('span', CLASS.muted);
     const select = document.createElement('select');
-    for (const [value, label] of Private.FILTERS) {
+    for (const [value, label] of Private.filters(verdicts)) {
       const option = document.createElement('option');
       option.value = value;
       option.textContent = label;
@@ -240,11 +245,17 @@ export default extensions;
 namespace Private {
   export type JSONObject = { readonly [key: string]: unknown };
 
-  export const FILTERS: ReadonlyArray<[string, string]> = [
-    ['all', 'all tools'],
-    ['callable', 'callable'],
-    ['blocked', 'not callable']
-  ];
+  /** The words of a tool's verdict badge, from the catalog payload's labels. */
+  export type Verdicts = { readonly callable: string; readonly notCallable: string };
+
+  /** The filter's options: every tool, then a verdict's tools. */
+  export function filters(verdicts: Verdicts): ReadonlyArray<[string, string]> {
+    return [
+      ['all', 'all tools'],
+      ['callable', verdicts.callable],
+      ['blocked', verdicts.notCallable]
+    ];
+  }
 
   export const CATALOG_COLUMNS = [
     'tool',
@@ -301,6 +312,24 @@ namespace Private {
 
   function isRecords(value: unknown): value is JSONObject[] {
     return Array.isArray(value) && value.length > 0 && value.every(item => asObject(item) !== null);
+  }
+
+  /**
+   * The fixed word `key` of the payload's `labels` (set by purra_jupyter, so no copy of it lives here); when it is
+   * missing or not a string (a notebook saved before labels existed), `fallback`: by default the key itself, a
+   * neutral placeholder that invents no words of the kit's.
+   */
+  export function label(data: JSONObject, key: string, fallback: string = key): string {
+    const labels = asObject(data.labels);
+    const value = labels === null ? undefined : labels[key];
+    return typeof value === 'string' ? value : fallback;
+  }
+
+  /** What the effect `state` means, from the envelope payload's `labels.effectNotes`; empty when it has no note. */
+  function effectNote(data: JSONObject, state: string): string {
+    const notes = asObject(asObject(data.labels)?.effectNotes);
+    const note = notes === null || !Object.prototype.hasOwnProperty.call(notes, state) ? undefined : notes[state];
+    return typeof note === 'string' ? note : '';
   }
 
   // --- DOM helpers (textContent only) ---------------------------------------------------------
@@ -386,18 +415,13 @@ namespace Private {
     return iso.replace('T', ' ').slice(0, 19);
   }
 
-  /** What the call did, in purra's words (same notes as _EFFECT_NOTES in envelope.py); `unknown` as a warning. */
-  const EFFECT_NOTES = new Map<string, string>([
-    ['committed', ' (the server answered the write)'],
-    ['unknown', ' — the write may have happened: the kit cannot know; check the server']
-  ]);
-
+  /** What the call did, in purra's words (the payload's effect notes); `unknown` as a warning. */
   export function appendEffect(node: HTMLElement, data: JSONObject): void {
     const state = asText(data.effectState);
     if (state) {
       const unknown = state === 'unknown';
       const line = el('div', unknown ? `${CLASS.effect} ${CLASS.effectUnknown}` : CLASS.effect);
-      line.textContent = `effect: ${state}${EFFECT_NOTES.get(state) ?? ''}`;
+      line.textContent = `effect: ${state}${effectNote(data, state)}`;
       node.appendChild(line);
     }
   }
@@ -414,7 +438,7 @@ namespace Private {
     const serverText = asText(data.serverText);
     if (serverText) {
       const words = el('div', CLASS.block);
-      words.appendChild(el('div', CLASS.blockType, SERVER_WORDS));
+      words.appendChild(el('div', CLASS.blockType, label(data, 'serverWords')));
       words.appendChild(pre(serverText));
       node.appendChild(words);
     }
@@ -524,7 +548,8 @@ namespace Private {
     return `${asText(block.mimeType) || '(no mimeType)'} (${data.length} base64 chars)`;
   }
 
-  export function block(value: unknown): HTMLElement {
+  /** One content block, drawn by its type; `imageAlt` is the alt text of an image shown. */
+  export function block(value: unknown, imageAlt: string): HTMLElement {
     const object = asObject(value);
     const container = el('div', CLASS.block);
     if (object === null) {
@@ -542,7 +567,7 @@ namespace Private {
         const src = imageSrc(object);
         if (src !== null) {
           const img = el('img', CLASS.image);
-          img.alt = 'image from the server';
+          img.alt = imageAlt;
           img.src = src;
           container.appendChild(img);
         } else {
@@ -594,7 +619,7 @@ namespace Private {
     ['open_world_hint', 'open-world']
   ];
 
-  export function toolRow(tool: JSONObject): HTMLTableRowElement {
+  export function toolRow(tool: JSONObject, verdicts: Verdicts): HTMLTableRowElement {
     const row = document.createElement('tr');
     const cell = (content?: string): HTMLTableCellElement => {
       const td = el('td', undefined, content);
@@ -619,7 +644,7 @@ namespace Private {
     }
     const callable = tool.callable === true;
     const badgeClass = `${CLASS.badge} ${callable ? CLASS.ok : CLASS.error}`;
-    cell().appendChild(el('span', badgeClass, callable ? 'callable' : 'not callable'));
+    cell().appendChild(el('span', badgeClass, callable ? verdicts.callable : verdicts.notCallable));
     cell(asText(tool.input_verdict));
     cell(asText(tool.output_verdict));
     cell(asText(tool.bindable_as));

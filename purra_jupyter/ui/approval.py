@@ -19,7 +19,7 @@ from traitlets import dlink
 
 from .. import runner
 from ..calls import Call, Job
-from ..catalog import DESTRUCTIVE, WRITE, name_html
+from ..catalog import CALLABLE_UNDER, DESTRUCTIVE, WRITE, name_html
 from ..evaluate import Batch
 from ..markup import EMPTY, ERROR_COLOR, WARN_COLOR, Html, join, key_value_table, pre, tag
 from ..names import one_line, visible
@@ -206,7 +206,7 @@ def _details_html(call: Call) -> Html:
     connection = call.connection
     tool = job.tool
     path = "raw MCP call" if job.raw else f"PurrA {job.effect} tool" + (" (confirm policy)" if job.write else "")
-    verdict = "callable under PurrA" if tool.callable else "outside the PurrA profile: " + "; ".join(tool.reasons)
+    verdict = CALLABLE_UNDER if tool.callable else "outside the PurrA profile: " + "; ".join(tool.reasons)
     rows = [
         ("server", f"{connection.name} ({connection.link.kind}: {connection.config.target})"),
         ("call", path),
