@@ -557,7 +557,13 @@ def _profile_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str
 
 async def list_tools(client: ClientSession, limits: McpToolLimits) -> list[types.Tool] | None:
     """Page through ``tools/list`` under purra-mcp's limits and codes; ``None`` when the server has no
-    tools capability. Mirrors ``discover_mcp_tools``'s loop, which lists only what it binds."""
+    tools capability.
+
+    A copy of the loop inside purra-mcp's ``discover_mcp_tools``, which cannot serve here: it needs the bound names
+    before it lists, returns only the bound tools (never the listed ones) and stops at the first it refuses, where
+    the catalog shows every tool with its verdict. purra-mcp exposes no listing or cursor check of its own, so the
+    loop runs on its page request, byte count, limits and codes (``purra_adapter``), and its cursor rule is
+    ``purra_adapter.cursor_refused``; tests compare each failure's code with ``discover_mcp_tools``'s."""
     capabilities = client.get_server_capabilities()
     if capabilities is None or capabilities.tools is None:
         return None
@@ -583,7 +589,7 @@ async def list_tools(client: ClientSession, limits: McpToolLimits) -> list[types
         cursor = result.nextCursor
         if cursor is None:
             return tools
-        if not cursor or len(cursor.encode("utf-8")) > 512 or cursor in cursors:
+        if purra_adapter.cursor_refused(cursor, cursors):
             fail("mcp_pagination_invalid")
         cursors.add(cursor)
     fail("mcp_catalog_limit_exceeded")

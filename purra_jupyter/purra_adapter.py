@@ -4,6 +4,17 @@ A verdict here must be the one a PurrA host reaches, so the kit runs purra-mcp's
 byte count, listing request and failure codes rather than copies of them. Those are private in purra,
 so they may move in any release: ``problems()`` names what moved, and ``check()`` (run at connect)
 refuses to go on with one clear sentence instead of failing later with a misleading code.
+
+What purra-mcp 1.0.3 does not offer, the kit copies, and says so here:
+
+- **The listing loop.** purra-mcp pages ``tools/list`` only inside ``_discover_mcp_tools`` (behind
+  ``discover_mcp_tools``), which cannot list a catalog: it needs the bindings' names before listing, returns only
+  the bound tools (as its own entries, never the listed ``types.Tool``), and stops at the first bound tool it
+  refuses. The kit must show every tool with its verdict, so it keeps its own loop (``catalog.list_tools``) over
+  purra-mcp's page request, byte count, limits and codes; the cursor rule is a literal inside that function (no
+  constant, no validator, no ``McpToolLimits`` field): ``MAX_CURSOR_BYTES`` is the kit's copy of it.
+- **Per-tool admission.** The name pattern, description bytes and ``taskSupport`` checks are inline in the same
+  function too; ``catalog.verdict_of`` repeats them in its order. Tests compare both with ``discover_mcp_tools``.
 """
 
 from __future__ import annotations
@@ -11,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+from collections.abc import Collection
 from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -34,6 +46,9 @@ GUARDED = {
     "purra.structured:_snapshot": "schema depth, node and size checks behind a verdict's reasons",
     "purra.schema:_SCHEMA_KEYWORDS": "the keywords purra's profile walks (null keyword reasons)",
 }
+# A literal inside purra-mcp's ``_discover_mcp_tools`` (see the module's docstring), so copied; tests list with
+# both at the boundary.
+MAX_CURSOR_BYTES = 512
 _CHANGE = "pin purra==1.0.3 and purra-mcp==1.0.3, or update purra_jupyter/purra_adapter.py for the new release"
 
 
@@ -128,6 +143,12 @@ async def list_page(client: ClientSession, cursor: str | None, limits: McpToolLi
         client, request, types.ListToolsResult, limits, None
     )
     return page
+
+
+def cursor_refused(cursor: str, seen: Collection[str]) -> bool:
+    """Whether purra-mcp refuses ``cursor`` as a next cursor (``mcp_pagination_invalid``): empty, over
+    ``MAX_CURSOR_BYTES``, or one the listing has already followed."""
+    return not cursor or len(cursor.encode("utf-8")) > MAX_CURSOR_BYTES or cursor in seen
 
 
 def schema_shape_problem(body: object, limits: McpToolLimits) -> tuple[str, StructuredOutputLimits] | None:

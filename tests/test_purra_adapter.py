@@ -58,3 +58,11 @@ def test_another_installed_version_is_named(monkeypatch: pytest.MonkeyPatch, fre
     with pytest.raises(pj.McpSessionError) as caught:
         pj.connect(demo_config("pinned"))
     assert caught.value.code == "mcp_purra_incompatible"
+
+
+@pytest.mark.parametrize(
+    ("cursor", "refused"),
+    [("", True), ("x" * purra_adapter.MAX_CURSOR_BYTES, False), ("é" * 257, True), ("seen", True), ("new", False)],
+)
+def test_the_cursor_rule(cursor: str, refused: bool) -> None:
+    assert purra_adapter.cursor_refused(cursor, {"seen"}) is refused
