@@ -23,7 +23,7 @@ from .connection import Connection
 from .errors import KEPT_APART, McpSessionError
 from .markup import ERROR_COLOR, OK_COLOR, Html, join, table, tag, td
 from .names import look_alikes, name_warning, one_line, visible
-from .purra_adapter import canonical_json
+from .purra_adapter import Shape, canonical_json
 from .wire import BINDING_INVALID, CATALOG_MIME, CATALOG_STALE, DIGEST_MISMATCH, EVENT_LIST, EVENT_LIST_CHANGED
 
 if TYPE_CHECKING:
@@ -355,23 +355,15 @@ def _badge(text: str, color: str) -> Html:
 # --- purra-mcp's own rules (through purra_adapter: the same code a PurrA host runs on the same listing) ---
 
 
-def _schema_accepted(schema: Any, limits: McpToolLimits) -> bool:
-    from purra_mcp import McpAdapterError
-
-    try:
-        purra_adapter.remote_contract(schema, limits)
-    except McpAdapterError:
-        return False
-    return True
-
-
 def verdict_of(tool: types.Tool, limits: McpToolLimits) -> ToolVerdict:
-    """The verdict purra-mcp would reach on binding ``tool``, with a reason per problem."""
+    """The verdict purra-mcp would reach on binding ``tool``, with a reason per problem. The schema codes are
+    purra-mcp's own; its name, description and task checks are inline in its discovery, so repeated here."""
     listing = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
     description = tool.description or ""
     task_support = tool.execution.taskSupport if tool.execution is not None else None
-    input_ok = _schema_accepted(tool.inputSchema, limits)
-    output_ok = tool.outputSchema is None or _schema_accepted(tool.outputSchema, limits)
+    input_refusal = purra_adapter.schema_refusal(tool.inputSchema, limits)
+    output_refusal = None if tool.outputSchema is None else purra_adapter.schema_refusal(tool.outputSchema, limits)
+    input_ok, output_ok = input_refusal is None, output_refusal is None
     reasons: list[str] = []
     codes: list[str] = []  # in the order discover_mcp_tools checks
     if not _SERVER_NAME.fullmatch(tool.name):
@@ -384,11 +376,11 @@ def verdict_of(tool: types.Tool, limits: McpToolLimits) -> ToolVerdict:
     if task_support == "required":
         codes.append("mcp_tool_unsupported")
         reasons.append("execution.taskSupport: 'required' — PurrA calls tools directly; make tasks optional")
-    if not input_ok:
-        codes.append("mcp_schema_unsupported")
+    if input_refusal is not None:
+        codes.append(input_refusal)
         reasons.extend(schema_reasons(tool.inputSchema, "inputSchema", limits))
-    if not output_ok:
-        codes.append("mcp_schema_unsupported")
+    if output_refusal is not None:
+        codes.append(output_refusal)
         reasons.extend(schema_reasons(tool.outputSchema, "outputSchema", limits))
     sizes = [_safe_bytes(schema) for schema in (tool.inputSchema, tool.outputSchema) if schema is not None]
     return ToolVerdict(
@@ -463,16 +455,16 @@ def _root_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
 def _shape_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
     """Depth, node count, size as purra counts it, and numbers outside ±(2^53−1)."""
     body = _body(schema)
-    problem = purra_adapter.schema_shape_problem(body, limits)
+    problem = purra_adapter.shape_problem(body, limits)
     if problem is None:
         return []
-    message, profile = problem
-    if "number" in message:
+    profile = problem.profile
+    if problem.shape is Shape.NUMBER:
         return [
             f"{path}: {value!r} is outside ±(2^53−1) or not finite — use a bound PurrA can represent, or drop it"
             for path, value in _bad_numbers(body, where)
         ]
-    if "resource" in message:
+    if problem.shape is Shape.RESOURCE:
         depth, nodes = _depth_and_nodes(body)
         found = []
         if depth > profile.schema_depth:
@@ -480,12 +472,12 @@ def _shape_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
         if nodes > profile.schema_nodes:
             found.append(f"{where}: {nodes} schema nodes, over {profile.schema_nodes} — simplify the schema")
         return found
-    if "byte" in message:
+    if problem.shape is Shape.BYTES:
         return [
             f"{where}: larger than {profile.schema_bytes} bytes as PurrA counts it (numbers count 24 bytes) "
             "— simplify the schema"
         ]
-    return [f"{where}: {message} — use plain JSON values"]
+    return [f"{where}: {problem.text} — use plain JSON values"]
 
 
 def _bad_numbers(value: object, path: str) -> list[tuple[str, float]]:
@@ -546,24 +538,21 @@ def _null_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
 
 
 def _profile_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
-    from purra.schema import schema_contract_violations
-
     body = _body(schema)
     if not isinstance(body, dict):
         return []
     found = []
-    for violation in schema_contract_violations(body, path="$"):
-        path, _, what = violation.partition(": ")
-        path = where + path[1:]
-        keywords = what.removeprefix("unsupported keyword(s): ")
-        if keywords != what:
-            for keyword in keywords.split(", "):
-                hint = _KEYWORD_HINTS.get(keyword, "drop it; the profile's keywords are listed in purra.schema")
-                found.append(f"{path}.{keyword}: {json.dumps(keyword)} is outside the profile — {hint}")
-        elif what == "must be boolean" and path.endswith("additionalProperties"):
+    for violation in purra_adapter.profile_violations(body):
+        path = where + violation.path[1:]
+        for keyword in violation.keywords:
+            hint = _KEYWORD_HINTS.get(keyword, "drop it; the profile's keywords are listed in purra.schema")
+            found.append(f"{path}.{keyword}: {json.dumps(keyword)} is outside the profile — {hint}")
+        if violation.keywords:
+            continue
+        if violation.problem == "must be boolean" and violation.path.endswith(".additionalProperties"):
             found.append(f"{path}: must be true or false — a schema for extra properties is outside the profile")
         else:
-            found.append(f"{path}: {what} — fix the keyword's value")
+            found.append(f"{path}: {violation.problem} — fix the keyword's value")
     return found
 
 
@@ -572,7 +561,13 @@ def _profile_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str
 
 async def list_tools(client: ClientSession, limits: McpToolLimits) -> list[types.Tool] | None:
     """Page through ``tools/list`` under purra-mcp's limits and codes; ``None`` when the server has no
-    tools capability. Mirrors ``discover_mcp_tools``'s loop, which lists only what it binds."""
+    tools capability.
+
+    A copy of the loop inside purra-mcp's ``discover_mcp_tools``, which cannot serve here: it needs the bound names
+    before it lists, returns only the bound tools (never the listed ones) and stops at the first it refuses, where
+    the catalog shows every tool with its verdict. purra-mcp exposes no listing or cursor check of its own, so the
+    loop runs on its page request, byte count, limits and codes (``purra_adapter``), and its cursor rule is
+    ``purra_adapter.cursor_refused``; tests compare each failure's code with ``discover_mcp_tools``'s."""
     capabilities = client.get_server_capabilities()
     if capabilities is None or capabilities.tools is None:
         return None
@@ -598,7 +593,7 @@ async def list_tools(client: ClientSession, limits: McpToolLimits) -> list[types
         cursor = result.nextCursor
         if cursor is None:
             return tools
-        if not cursor or len(cursor.encode("utf-8")) > 512 or cursor in cursors:
+        if purra_adapter.cursor_refused(cursor, cursors):
             fail("mcp_pagination_invalid")
         cursors.add(cursor)
     fail("mcp_catalog_limit_exceeded")

@@ -4,14 +4,37 @@ A verdict here must be the one a PurrA host reaches, so the kit runs purra-mcp's
 byte count, listing request and failure codes rather than copies of them. Those are private in purra,
 so they may move in any release: ``problems()`` names what moved, and ``check()`` (run at connect)
 refuses to go on with one clear sentence instead of failing later with a misleading code.
+
+What purra-mcp 1.0.3 does not offer, the kit copies, and says so here:
+
+- **The listing loop.** purra-mcp pages ``tools/list`` only inside ``_discover_mcp_tools`` (behind
+  ``discover_mcp_tools``), which cannot list a catalog: it needs the bindings' names before listing, returns only
+  the bound tools (as its own entries, never the listed ``types.Tool``), and stops at the first bound tool it
+  refuses. The kit must show every tool with its verdict, so it keeps its own loop (``catalog.list_tools``) over
+  purra-mcp's page request, byte count, limits and codes; the cursor rule is a literal inside that function (no
+  constant, no validator, no ``McpToolLimits`` field): ``MAX_CURSOR_BYTES`` is the kit's copy of it.
+- **Per-tool admission.** The name pattern, description bytes and ``taskSupport`` checks are inline in the same
+  function too; ``catalog.verdict_of`` repeats them in its order. Tests compare both with ``discover_mcp_tools``.
+- **Why a schema is refused.** The only structured result is a code: ``_remote_contract`` raises
+  ``McpAdapterError`` with ``code`` ``mcp_schema_unsupported`` and no details, whichever check refused (its size
+  and ``$schema`` checks, which the catalog repeats for their reasons, or purra's contract, whose
+  ``StructuredOutputError`` carries the same details for every refusal: path ``$``, keyword ``schema``). The
+  catalog's refusal code is that ``code``; its reasons come from text where purra gives only text:
+  ``purra.structured._snapshot`` raises a bare ``ValueError`` whose words alone say which limit it hit
+  (``shape_problem`` names them), ``purra.schema.schema_contract_violations`` returns ``"<path>: <problem>"``
+  strings (``profile_violations`` splits them), and ``purra.structured._check_schema_nodes`` raises
+  ``ValueError("null schema keyword")`` without a path (the catalog finds the paths itself).
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import importlib
 import json
-from dataclasses import replace
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -34,6 +57,9 @@ GUARDED = {
     "purra.structured:_snapshot": "schema depth, node and size checks behind a verdict's reasons",
     "purra.schema:_SCHEMA_KEYWORDS": "the keywords purra's profile walks (null keyword reasons)",
 }
+# A literal inside purra-mcp's ``_discover_mcp_tools`` (see the module's docstring), so copied; tests list with
+# both at the boundary.
+MAX_CURSOR_BYTES = 512
 _CHANGE = "pin purra==1.0.3 and purra-mcp==1.0.3, or update purra_jupyter/purra_adapter.py for the new release"
 
 
@@ -130,9 +156,44 @@ async def list_page(client: ClientSession, cursor: str | None, limits: McpToolLi
     return page
 
 
-def schema_shape_problem(body: object, limits: McpToolLimits) -> tuple[str, StructuredOutputLimits] | None:
-    """Why purra's snapshot refuses ``body`` as a schema (depth, nodes, bytes, numbers), with the profile's
-    limits it used; ``None`` when it accepts it."""
+def cursor_refused(cursor: str, seen: Collection[str]) -> bool:
+    """Whether purra-mcp refuses ``cursor`` as a next cursor (``mcp_pagination_invalid``): empty, over
+    ``MAX_CURSOR_BYTES``, or one the listing has already followed."""
+    return not cursor or len(cursor.encode("utf-8")) > MAX_CURSOR_BYTES or cursor in seen
+
+
+def schema_refusal(schema: object, limits: McpToolLimits) -> str | None:
+    """The code purra-mcp refuses ``schema`` with as a tool's schema, ``None`` when it accepts it."""
+    from purra_mcp import McpAdapterError
+
+    try:
+        remote_contract(schema, limits)
+    except McpAdapterError as error:
+        return error.code
+    return None
+
+
+class Shape(enum.Enum):
+    """Which of its limits purra's schema snapshot hit: each value but ``VALUE``'s is the text it raises for it."""
+
+    NUMBER = "number outside interoperable range"
+    RESOURCE = "JSON resource limit exceeded"  # depth or node count
+    BYTES = "JSON byte limit exceeded"
+    VALUE = "not plain JSON"  # cyclic, a non-string key, a value JSON has no spelling for
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeProblem:
+    """Why purra's snapshot refuses a schema body: the limit, purra's own words, the profile's limits it used."""
+
+    shape: Shape
+    text: str
+    profile: StructuredOutputLimits
+
+
+def shape_problem(body: object, limits: McpToolLimits) -> ShapeProblem | None:
+    """Why purra's snapshot refuses ``body`` as a schema (depth, nodes, bytes, numbers); ``None`` when it accepts
+    it. ``_snapshot`` says which limit only in its ``ValueError``'s text, matched whole here."""
     from purra.structured import StructuredOutputLimits
 
     profile = replace(
@@ -143,8 +204,41 @@ def schema_shape_problem(body: object, limits: McpToolLimits) -> tuple[str, Stru
             body, depth=profile.schema_depth, nodes=profile.schema_nodes, byte_limit=profile.schema_bytes
         )
     except ValueError as error:
-        return str(error), profile
+        text = str(error)
+        shape = next((shape for shape in Shape if shape.value == text), Shape.VALUE)
+        return ShapeProblem(shape, text, profile)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileViolation:
+    """One of ``schema_contract_violations``' strings, split: where (from ``$``), the problem in purra's words, and
+    the keywords when the problem is keywords outside the profile."""
+
+    path: str
+    problem: str
+    keywords: tuple[str, ...] = ()
+
+
+# purra writes "<path>: <problem>". A path may hold ": " (a server's property names), a problem only when it lists
+# what it refuses, so the path ends at the first ": " after which a problem of either kind follows.
+_VIOLATION = re.compile(r"(?s)(.*?): (unsupported (keyword|type)\(s\): (.*)|[^:]*)")
+
+
+def profile_violations(body: object) -> tuple[ProfileViolation, ...]:
+    """Every violation of purra's profile in ``body``, as ``purra.schema.schema_contract_violations`` finds them
+    (it returns only strings)."""
+    from purra.schema import schema_contract_violations
+
+    found = []
+    for violation in schema_contract_violations(body, path="$"):
+        match = _VIOLATION.fullmatch(violation)
+        if match is None:  # not purra 1.0.3's spelling: the whole text, at the root
+            found.append(ProfileViolation("$", violation))
+            continue
+        path, problem, listed, items = match.groups()
+        found.append(ProfileViolation(path, problem, tuple(items.split(", ")) if listed == "keyword" else ()))
+    return tuple(found)
 
 
 def schema_keywords() -> frozenset[str]:

@@ -177,6 +177,13 @@ def test_each_listing_limit_fails_connect_with_purras_code(args: list[str], limi
     assert pj.sessions() == []
 
 
+def test_a_cursor_of_the_longest_length_purra_follows_is_followed() -> None:
+    args = ["--tools", "4", "--page-size", "1", "--cursor", "longest"]  # 512 bytes; "long" above is 513
+    assert purra_listing_code(args, McpToolLimits()) is None
+    with pj.connect(raw_config("longest", *args)) as session:
+        assert [tool.name for tool in session.catalog.tools] == ["tool_000", "tool_001", "tool_002", "tool_003"]
+
+
 def test_an_over_long_description_makes_only_that_tool_uncallable() -> None:
     with pj.connect(raw_config("desc", "--tools", "1", "--description-bytes", "9000")) as session:
         tool = session.catalog["tool_000"]

@@ -137,6 +137,8 @@ BIG = {"type": "object", "properties": {f"p{i}": {"type": "string", "description
         ({"type": "object", "additionalProperties": {"type": "string"}}, "must be true or false"),
         ({"type": "object", "properties": {"a": {"type": "string", "description": None}}}, "description: null"),
         ({"type": "object", "properties": {"a": {"type": "string", "format": "uri"}}}, '"format" is outside'),
+        ({"type": "object", "properties": {"a: b": {"format": "uri"}}}, 'inputSchema.properties.a: b.format: "format"'),
+        ({"type": "object", "properties": {"a": {"type": "float"}}}, "a.type: unsupported type(s): float — fix"),
         ({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {}}}, "inline the"),
         ({"type": "object", "properties": {"a": {"type": ["string", "null"], "default": None}}}, "default"),
     ],

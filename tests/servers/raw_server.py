@@ -1,7 +1,7 @@
 """A hand-written JSON-RPC stdio server (no SDK) for faults and catalogs the SDK refuses to produce.
 
     python raw_server.py [--protocol VERSION] [--fault FAULT] [--tools N] [--page-size K]
-                         [--cursor ok|repeat|long|empty] [--duplicate-name] [--description-bytes N]
+                         [--cursor ok|repeat|long|longest|empty] [--duplicate-name] [--description-bytes N]
                          [--description TEXT]
                          [--no-tools-capability] [--list-changed-after-initialized]
                          [--call-result RESULT] [--schema flat|deep|wide] [--list-changed-on-ping]
@@ -198,10 +198,12 @@ def page(options: argparse.Namespace, tools: list[dict], cursor: str | None) -> 
     size = options.page_size or len(tools) or 1
     result: dict = {"tools": tools[start : start + size]}
     if start + size < len(tools):
+        following = f":{start + size}"
         result["nextCursor"] = {
-            "ok": f"page:{start + size}",
-            "repeat": "page:0" if start else f"page:{start + size}",
-            "long": "x" * 513 + f":{start + size}",
+            "ok": f"page{following}",
+            "repeat": "page:0" if start else f"page{following}",
+            "long": "x" * (513 - len(following)) + following,  # one byte over purra-mcp's 512
+            "longest": "x" * (512 - len(following)) + following,
             "empty": "",
         }[options.cursor]
         if options.cursor == "repeat" and start:
@@ -219,7 +221,7 @@ def main() -> int:
     )
     parser.add_argument("--tools", type=int, default=1)
     parser.add_argument("--page-size", type=int, default=0)
-    parser.add_argument("--cursor", choices=["ok", "repeat", "long", "empty"], default="ok")
+    parser.add_argument("--cursor", choices=["ok", "repeat", "long", "longest", "empty"], default="ok")
     parser.add_argument("--duplicate-name", action="store_true")
     parser.add_argument("--description-bytes", type=int, default=0)
     parser.add_argument("--description", default="A generated tool.")
