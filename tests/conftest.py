@@ -1,4 +1,5 @@
-"""Shared fixtures: real servers on real pipes and real HTTP on 127.0.0.1, waited on with deadlines."""
+"""Shared fixtures: the demo server in memory for the core's tests, real servers on real pipes and real HTTP on
+127.0.0.1 for the transports' and end-to-end tests, waited on with deadlines."""
 
 from __future__ import annotations
 
