@@ -22,7 +22,6 @@ from typing import Any
 import httpx
 import psutil
 import pytest
-
 from mcp import ClientSession
 from purra.contracts import ToolPolicy
 from purra_mcp import McpToolBinding, McpWriteToolBinding, discover_mcp_tools, discover_mcp_write_tools
