@@ -1,4 +1,5 @@
-"""Shared fixtures: real servers on real pipes and real HTTP on 127.0.0.1, waited on with deadlines."""
+"""Shared fixtures: the demo server in memory for the core's tests, real servers on real pipes and real HTTP on
+127.0.0.1 for the transports' and end-to-end tests, waited on with deadlines."""
 
 from __future__ import annotations
 
@@ -21,8 +22,13 @@ from typing import Any
 import httpx
 import psutil
 import pytest
+from mcp import ClientSession
+from purra.contracts import ToolPolicy
+from purra_mcp import McpToolBinding, McpWriteToolBinding, discover_mcp_tools, discover_mcp_write_tools
 
 import purra_jupyter as pj
+from purra_jupyter.bindings import call_limits
+from purra_jupyter.catalog import default_local_name
 from purra_jupyter.demo import LISTENING_PREFIX
 
 ROOT = Path(__file__).parent.parent
@@ -202,18 +208,98 @@ def demo_config(name: str = "demo", **kwargs: object) -> pj.ServerConfig:
     return pj.ServerConfig(name, command=sys.executable, args=["-m", "purra_jupyter.demo"], **kwargs)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "process: the test needs the demo server's own process (it reads its stderr)")
-
-
-def demo_for(request: pytest.FixtureRequest, name: str = "demo") -> pj.ServerConfig:
+def demo_in_memory(name: str = "demo") -> pj.ServerConfig:
     """The demo server for a test of the core: a fresh server object in this process, reached in memory (what is
-    tested is the kit, not a pipe), or its own process over stdio for a test marked ``process``."""
-    if request.node.get_closest_marker("process") is not None:
-        return demo_config(name)
+    tested is the kit, not a pipe)."""
     from purra_jupyter.demo.server import build_server
 
     return pj.ServerConfig(name, server=build_server())
+
+
+def server_said(session: pj.McpSession) -> str:
+    """What the in-memory demo server of ``session`` wrote on stderr so far (its own record: ``DemoServer.said``)."""
+    from purra_jupyter.demo.server import DemoServer
+
+    server = session.config.server
+    assert isinstance(server, DemoServer), "a demo server object, reached in memory"
+    return "\n".join(server.said)
+
+
+# --- the demo server's notes, and a person's decision on a pending call -------------------------------
+
+
+def notes(session: pj.McpSession) -> list[dict[str, str]]:
+    """The demo server's notes, read through the raw SDK client (not the kit's call path)."""
+    return session.connection.request(lambda client: client.call_tool("list_notes", {})).structuredContent["notes"]
+
+
+def bind_notes(session: pj.McpSession) -> None:
+    """Bind the demo server's notes tools as writes: ``add_note`` a write, ``delete_note`` a destructive one."""
+    session.bind("add_note", effect="write", scope_validator=pj.allow_any_scope)
+    session.bind("delete_note", effect="destructive", scope_validator=pj.allow_any_scope, scope_id="notes")
+
+
+def decided(pending: Any, button: str) -> Any:
+    """Click ``button`` (approve, deny) on a pending call's widget; its result once it settled."""
+    getattr(pending.widget, f"{button}_button").click()
+    wait_until(lambda: pending.state in ("done", "denied", "void"), what=f"the call to settle after {button}")
+    return pending.result
+
+
+# --- what purra-mcp itself decides on a session's connection: what the kit is held equal to --------------
+
+
+def read_binding(remote: str, **kwargs: Any) -> McpToolBinding:
+    return McpToolBinding(default_local_name(remote), ToolPolicy(mode="read", title=remote, risk_level="read"), None,
+                          **kwargs)  # fmt: skip
+
+
+def purra_refusal(session: pj.McpSession, tool: str) -> str | None:
+    """The code purra-mcp itself refuses to bind ``tool`` with on this session's connection, or ``None`` when it
+    binds it (independent of our bind code)."""
+
+    async def discover(client: ClientSession) -> Any:
+        return await discover_mcp_tools(client, session.name, {tool: read_binding(tool)}, monitor=session.monitor,
+                                        limits=session.limits)  # fmt: skip
+
+    try:
+        session.connection.request(discover)
+    except pj.McpSessionError as error:
+        assert error.code in {"mcp_schema_unsupported", "mcp_tool_unsupported", "mcp_catalog_limit_exceeded",
+                              "mcp_binding_invalid"}, error  # fmt: skip
+        return error.code
+    return None
+
+
+def assert_verdicts_match_purra(session: pj.McpSession) -> None:
+    """Each tool of the session's catalog is callable exactly when purra-mcp binds it, refused with its code."""
+    for tool in session.catalog.tools:
+        refusal = purra_refusal(session, tool.name)
+        assert (tool.callable, tool.refusal) == (refusal is None, refusal), tool.name
+        assert bool(tool.reasons) == (not tool.callable), tool.name
+
+
+def discovered_by_purra(session: pj.McpSession) -> Any:
+    """purra-mcp's ``discover_mcp_write_tools`` for the same write bindings as the session's (each rebuilt from its
+    snapshot entry: local name, effect, identity), called directly on the session's client."""
+    bindings = {
+        entry["remoteName"]: McpWriteToolBinding(
+            entry["localName"],
+            ToolPolicy(mode="confirm", title=entry["policy"]["title"], risk_level=entry["authorization"]["effect"]),
+            pj.allow_any_scope,
+            entry["authorization"]["bindingId"],
+            entry["authorization"]["bindingRevision"],
+            entry["authorization"]["scopeId"],
+            entry["authorization"]["scopeRevision"],
+            entry["authorization"]["effect"],
+        )
+        for entry in session.write_bindings["entries"]
+    }
+    return session.connection.request(
+        lambda client: discover_mcp_write_tools(
+            client, session.name, bindings, monitor=session.monitor, limits=call_limits(session.limits)
+        )
+    )
 
 
 def raw_config(name: str, *args: str, **kwargs: object) -> pj.ServerConfig:

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import demo_for, wait_until
+from conftest import demo_in_memory, server_said, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.ui.approval import HINTS_LABEL, PendingCall
 
 
 @pytest.fixture
-def demo(request: pytest.FixtureRequest) -> Iterator[pj.McpSession]:
-    with pj.connect(demo_for(request)) as session:
+def demo() -> Iterator[pj.McpSession]:
+    with pj.connect(demo_in_memory()) as session:
         yield session
 
 
@@ -128,17 +128,16 @@ def test_the_status_widget_follows_the_session_with_no_cell_running(demo: pj.Mcp
     assert "closed" in status.value
 
 
-@pytest.mark.process
 def test_cancel_on_a_running_call_stops_it_on_the_server(demo: pj.McpSession) -> None:
     pending = demo.call("sleep", {"seconds": 30})
     assert pending.widget.cancel_button.disabled  # nothing runs before the approval
     pending.widget.approve_button.click()
-    wait_until(lambda: "sleep: 30 s" in demo.stderr, what="the call to reach the server")
+    wait_until(lambda: "sleep: 30 s" in server_said(demo), what="the call to reach the server")
     wait_until(lambda: " s (timeout " in pending.widget.status.value, what="the elapsed time to show")
     assert "approved, running" in pending.widget.status.value
     pending.widget.cancel_button.click()
     wait_until(lambda: pending.state == "done", what="the cancelled call to settle")
     assert pending.result.error_code == "mcp_interrupted" and "cancelled by a click" in pending.result.message
     assert pending.widget.cancel_button.disabled
-    wait_until(lambda: "sleep: cancelled" in demo.stderr, what="the server's own word that it stopped")
+    wait_until(lambda: "sleep: cancelled" in server_said(demo), what="the server's own word that it stopped")
     assert demo.state == "ready" and demo.ping() >= 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
@@ -12,7 +11,7 @@ from typing import Any
 import anyio
 import pandas as pd
 import pytest
-from conftest import demo_config, demo_for, raw_config, wait_until
+from conftest import assert_verdicts_match_purra, demo_in_memory, purra_refusal, raw_config, read_binding, wait_until
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from purra.contracts import ToolPolicy
@@ -30,49 +29,19 @@ from purra_jupyter.catalog import (
 )
 from purra_jupyter.wire import CATALOG_MIME
 
-BIN = Path(sys.executable).parent
 DEMO_COMPATIBLE = {
     "search_documents", "get_document", "echo", "add", "sleep", "tiny_image", "fail", "toggle_extra_tool",
     "call_counts", "list_notes", "add_note", "delete_note",
 }  # fmt: skip
 
 
-def read_binding(remote: str, **kwargs: Any) -> McpToolBinding:
-    return McpToolBinding(default_local_name(remote), ToolPolicy(mode="read", title=remote, risk_level="read"), None,
-                          **kwargs)  # fmt: skip
-
-
-def purra_refusal(session: pj.McpSession, tool: str) -> str | None:
-    """The code purra-mcp itself refuses to bind ``tool`` with on this session's connection, or ``None`` when it
-    binds it (independent of our bind code)."""
-
-    async def discover(client: ClientSession) -> Any:
-        return await discover_mcp_tools(client, session.name, {tool: read_binding(tool)}, monitor=session.monitor,
-                                        limits=session.limits)  # fmt: skip
-
-    try:
-        session.connection.request(discover)
-    except pj.McpSessionError as error:
-        assert error.code in {"mcp_schema_unsupported", "mcp_tool_unsupported", "mcp_catalog_limit_exceeded",
-                              "mcp_binding_invalid"}, error  # fmt: skip
-        return error.code
-    return None
-
-
 def purra_accepts(session: pj.McpSession, tool: str) -> bool:
     return purra_refusal(session, tool) is None
 
 
-def assert_verdicts_match_purra(session: pj.McpSession) -> None:
-    for tool in session.catalog.tools:
-        refusal = purra_refusal(session, tool.name)
-        assert (tool.callable, tool.refusal) == (refusal is None, refusal), tool.name
-        assert bool(tool.reasons) == (not tool.callable), tool.name
-
-
 @pytest.fixture
-def demo(request: pytest.FixtureRequest) -> Iterator[pj.McpSession]:
-    with pj.connect(demo_for(request)) as session:
+def demo() -> Iterator[pj.McpSession]:
+    with pj.connect(demo_in_memory()) as session:
         yield session
 
 
@@ -101,23 +70,6 @@ def test_demo_catalog_verdicts_reasons_and_frame(demo: pj.McpSession) -> None:
     )  # fmt: skip
     assert set(bindable[frame["callable"]]) == {"read", "write"} and set(bindable[~frame["callable"]]) == {"—"}
     assert_verdicts_match_purra(demo)
-
-
-def test_published_servers_verdicts_equal_purra(tmp_path: Path) -> None:
-    with pj.connect(pj.ServerConfig("time", command=str(BIN / "mcp-server-time"))) as time_server:
-        assert [t.name for t in time_server.catalog.tools if t.callable] == ["convert_time", "get_current_time"]
-        assert_verdicts_match_purra(time_server)
-    repository = tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", str(repository)], check=True)
-    git = pj.ServerConfig("git", command=str(BIN / "mcp-server-git"), args=["--repository", str(repository)])
-    with pj.connect(git) as git_server:
-        tools = git_server.catalog.tools
-        assert len(tools) == 12
-        assert sum(t.callable for t in tools) == 6
-        for tool in tools:
-            if not tool.callable:
-                assert all(".default: " in reason for reason in tool.reasons), tool.reasons
-        assert_verdicts_match_purra(git_server)
 
 
 def test_a_256_tool_catalog_over_many_pages() -> None:
@@ -306,11 +258,11 @@ def test_default_local_names() -> None:
 
 def test_digest_is_stable_and_pinned(demo: pj.McpSession) -> None:
     digest = demo.catalog.digest
-    with pj.connect(demo_config("again"), expect_digest=digest) as again:
+    with pj.connect(demo_in_memory("again"), expect_digest=digest) as again:
         assert again.catalog.digest == digest
     other = "0" * 64
     with pytest.raises(pj.McpSessionError) as caught:
-        pj.connect(demo_config("pinned"), expect_digest=other)
+        pj.connect(demo_in_memory("pinned"), expect_digest=other)
     assert caught.value.code == "mcp_digest_mismatch"
     assert digest in caught.value.message and other in caught.value.message
     assert pj.sessions() == [demo]

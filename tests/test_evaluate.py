@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import HANG_GUARD, demo_config, demo_for, interrupt_when, wait_until
+from conftest import HANG_GUARD, demo_in_memory, interrupt_when, server_said, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.envelope import Envelope, RawResult
@@ -23,8 +23,8 @@ NA = pd.NA
 
 
 @pytest.fixture
-def demo(request: pytest.FixtureRequest) -> Iterator[pj.McpSession]:
-    with pj.connect(demo_for(request)) as session:
+def demo() -> Iterator[pj.McpSession]:
+    with pj.connect(demo_in_memory()) as session:
         yield session
 
 
@@ -147,7 +147,7 @@ def test_concurrency_is_refused_unless_the_binding_is_declared_safe(demo: pj.Mcp
 
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_concurrency_is_honoured_the_server_sees_at_most_n_calls_in_flight(concurrency: int) -> None:
-    with pj.connect(demo_config()) as session:
+    with pj.connect(demo_in_memory()) as session:
         session.bind("sleep", concurrency_safe=True)
         frame = session.evaluate("sleep", [{"seconds": 0.1}] * 12, approve=True, concurrency=concurrency)
         assert frame["ok"].all() and len(frame) == 12
@@ -160,10 +160,9 @@ def test_concurrency_is_honoured_the_server_sees_at_most_n_calls_in_flight(concu
         assert seen["max_in_flight"] > 1 or concurrency == 1
 
 
-@pytest.mark.process
 def test_an_interrupt_stops_the_batch_and_keeps_the_finished_rows(demo: pj.McpSession) -> None:
     rows = [{"seconds": 0}, {"seconds": 0}, {"seconds": 30}, {"seconds": 0}, {"seconds": 0}]
-    with interrupt_when(lambda: "sleep: 30" in demo.stderr, "the server to start the long row") as sent_at:
+    with interrupt_when(lambda: "sleep: 30" in server_said(demo), "the server to start the long row") as sent_at:
         frame = demo.evaluate("sleep", rows, approve=True, timeout=60)
         returned_at = time.monotonic()
 
@@ -177,7 +176,7 @@ def test_an_interrupt_stops_the_batch_and_keeps_the_finished_rows(demo: pj.McpSe
     # The session is usable, and the rows after the interrupt never reached the server.
     assert demo.call("echo", {"text": "still here"}, approve=True).structured == {"text": "still here"}
     assert server_counts(demo)["counts"].get("sleep", 0) <= 3
-    wait_until(lambda: "sleep: cancelled" in demo.stderr, what="the long row to be cancelled on the server")
+    wait_until(lambda: "sleep: cancelled" in server_said(demo), what="the long row to be cancelled on the server")
 
 
 def test_one_approval_widget_covers_the_batch(demo: pj.McpSession) -> None:
@@ -234,7 +233,7 @@ def test_a_denied_or_void_batch_sends_nothing(demo: pj.McpSession) -> None:
 
 
 def test_rows_after_a_list_changed_in_the_batch_are_not_sent() -> None:
-    with pj.connect(demo_config(), approval="auto") as session:
+    with pj.connect(demo_in_memory(), approval="auto") as session:
         frame = session.evaluate("toggle_extra_tool", [{}, {}, {}])
         # purra-mcp's handler marks the first call itself stale: the change arrived before its answer.
         assert frame["error_code"].tolist() == ["mcp_catalog_stale"] * 3
@@ -259,13 +258,12 @@ def test_deny_policy_timeouts_empty_batches_and_the_raw_path(demo: pj.McpSession
     assert raw["text"].tolist() == ["Hello, Ada?", "Hello, Grace!"]
     assert raw["passed"].all() and raw["structured"].isna().all()
 
-    with pj.connect(demo_config("denied"), approval="deny") as denied:
+    with pj.connect(demo_in_memory("denied"), approval="deny") as denied:
         frame = denied.evaluate("echo", [{"text": "a"}])
         assert frame["error_code"].tolist() == ["mcp_approval_denied"]
         assert server_counts(denied)["counts"] == {}
 
 
-@pytest.mark.process
 def test_stop_on_a_running_batch_keeps_finished_rows_and_sends_nothing_more(demo: pj.McpSession) -> None:
     demo.bind("sleep", concurrency_safe=True)
     rows = [{"seconds": 0}] * 2 + [{"seconds": 30}] * 2 + [{"seconds": 0}] * 4
@@ -273,13 +271,13 @@ def test_stop_on_a_running_batch_keeps_finished_rows_and_sends_nothing_more(demo
     assert pending.widget.cancel_button.description == "Stop" and pending.widget.cancel_button.disabled
     pending.widget.approve_button.click()
     wait_until(lambda: pending.job.sent == 4 and pending.job.finished == 2, what="two rows done, two in flight")
-    wait_until(lambda: demo.stderr.count("sleep: 30 s") == 2, what="the server to start both slow rows")
+    wait_until(lambda: server_said(demo).count("sleep: 30 s") == 2, what="the server to start both slow rows")
     assert not pending.widget.cancel_button.disabled
     pending.widget.cancel_button.click()
     wait_until(lambda: pending.state == "done", what="the stopped batch to settle")
     frame = pending.result
     assert frame["error_code"].fillna("ok").tolist() == ["ok"] * 2 + ["mcp_interrupted"] * 6
     assert pending.job.sent == 4  # nothing was sent after Stop
-    wait_until(lambda: demo.stderr.count("sleep: cancelled") == 2, what="the server to cancel both rows in flight")
+    wait_until(lambda: server_said(demo).count("sleep: cancelled") == 2, what="the server to cancel both rows")
     assert server_counts(demo)["counts"]["sleep"] == 4
     assert any("stopped by a click" in row.detail for row in demo.log.events("approval"))

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 import jsonschema
-from conftest import demo_config, wait_until
+from conftest import demo_in_memory, wait_until
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from purra_mcp import McpAdapterError, McpToolLimits, _remote_contract
@@ -169,7 +169,7 @@ def test_a_form_shows_no_error_before_a_field_is_touched() -> None:
 
 
 def test_a_tool_form_reviews_into_the_approval_widget() -> None:
-    with pj.connect(demo_config()) as session:
+    with pj.connect(demo_in_memory()) as session:
         form = session.form("search_documents")
         form.fields["$.query"].input.value = "jupyter"
         form.fields["$.limit"].input.value = "2"

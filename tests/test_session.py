@@ -1,4 +1,5 @@
-"""McpSession against real servers: the demo server (stdio and HTTP) and the raw fault server."""
+"""McpSession against real servers: the demo server (stdio and HTTP) and the raw fault server; what the core's
+tests check in memory that each real transport must carry too (a tool error's text, writes and their effects)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,28 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import HANG_GUARD, DemoHttpServer, children, demo_config, interrupt_when, raw_config, wait_until
+from conftest import (
+    HANG_GUARD,
+    DemoHttpServer,
+    bind_notes,
+    children,
+    decided,
+    demo_config,
+    interrupt_when,
+    notes,
+    raw_config,
+    unsafe_markup,
+    wait_until,
+)
 
 import purra_jupyter as pj
+from purra_jupyter.envelope import SERVER_WORDS
+from purra_jupyter.errors import SERVER_TEXT_CHARS
+from purra_jupyter.markup import escape
 
 PROTOCOLS = {"2025-11-25", "2025-06-18"}
 SECRET = "s3cr3t-header-value"
+EMPTY = {"text": [], "structured": None}
 
 
 def test_stdio_session_opens_is_used_and_closed_from_separate_calls() -> None:
@@ -283,3 +300,45 @@ def test_an_observer_that_raises_is_logged_and_the_session_keeps_working() -> No
         wait_until(lambda: session.state == "stale", what="state to turn stale")
         assert any("observer bug" in row.detail for row in session.log.events("error"))
         assert session.ping() >= 0
+
+
+# --- over each real transport ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_tool_error_shows_the_servers_text_beside_an_envelope_that_stays_purra_mcps(
+    transport: str, demo_http_url: str
+) -> None:
+    config = demo_config("tool-error") if transport == "stdio" else pj.ServerConfig("tool-error", url=demo_http_url)
+    with pj.connect(config) as session:
+        envelope = session.call("fail", {"message": "backend exploded <script>x</script>\nsecond line"}, approve=True)
+        assert envelope.error_code == "mcp_tool_error" and envelope.to_dict() == EMPTY  # what purra-mcp returned
+        assert envelope.json == '{"text":[],"structured":null}'  # byte for byte
+        assert envelope.server_text == "backend exploded <script>x</script>\nsecond line"
+        bundle = envelope._repr_mimebundle_()
+        assert bundle["application/vnd.purra.envelope+json"]["serverText"] == envelope.server_text
+        assert bundle["application/vnd.purra.envelope+json"]["envelope"] == EMPTY
+        assert escape(SERVER_WORDS) in bundle["text/html"]
+        assert "&lt;script&gt;x&lt;/script&gt;" in bundle["text/html"] and unsafe_markup(bundle["text/html"]) == []
+        assert "backend exploded" in repr(envelope) and "    second line" in repr(envelope)
+        long = session.call("fail", {"message": "z" * 5000}, approve=True)  # bounded
+        assert long.server_text == "z" * SERVER_TEXT_CHARS + "…"
+        ok = session.call("echo", {"text": "fine"}, approve=True)
+        assert ok.ok and ok.server_text == ""
+
+
+def test_writes_over_streamable_http(demo_http_url: str) -> None:
+    """The same contract over HTTP (one demo server for every HTTP test: its notes store is shared, so the test
+    counts what it adds)."""
+    with pj.connect(pj.ServerConfig("notes-http", url=demo_http_url), approval="auto") as session:
+        bind_notes(session)
+        before = len(notes(session))
+        assert decided(session.call("add_note", {"text": "over http"}), "deny").effect_state == "not_started"
+        assert len(notes(session)) == before
+        added = decided(session.call("add_note", {"text": "over http"}), "approve")
+        assert added.effect_state == "committed" and len(notes(session)) == before + 1
+        late = session.call("add_note", {"text": "late", "delay_seconds": 5}, approve=True, timeout=0.5)
+        assert (late.error_code, late.effect_state) == ("mcp_canceled", "unknown")
+        gone = session.call("delete_note", {"id": added.structured["id"]}, approve=True)
+        assert gone.effect_state == "committed" and session.state == "ready"
+        assert added.structured["id"] not in [note["id"] for note in notes(session)]

@@ -1,60 +1,46 @@
 """Write tools under PurrA's confirm policy: bound through purra-mcp's ``discover_mcp_write_tools``, every call
-behind its own approval, results with purra's ``effect_state``; against the demo's notes store and the
-published mcp-server-git in a temporary repository."""
+behind its own approval, results with purra's ``effect_state``; against the demo's notes store in memory (the
+published mcp-server-git's writes: test_published_servers.py; writes over HTTP: test_session.py)."""
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import assert_safe, demo_config, demo_for, wait_until
+from conftest import (
+    assert_safe,
+    bind_notes,
+    decided,
+    demo_in_memory,
+    discovered_by_purra,
+    notes,
+    server_said,
+    wait_until,
+)
 from IPython.core.error import UsageError
-from purra.contracts import ToolPolicy
-from purra_mcp import McpWriteToolBinding, discover_mcp_write_tools
 
 import purra_jupyter as pj
-from purra_jupyter.bindings import call_limits
 from purra_jupyter.envelope import EFFECT_NOTES, Envelope
 from purra_jupyter.markup import escape
 from purra_jupyter.ui.approval import EFFECT_BANNERS, PendingCall
 from purra_jupyter.wire import UNKNOWN
 
-BIN = Path(sys.executable).parent
 EMPTY = {"text": [], "structured": None}
 
 
 @pytest.fixture
-def demo(request: pytest.FixtureRequest) -> Iterator[pj.McpSession]:
-    with pj.connect(demo_for(request), approval="auto") as session:
+def demo() -> Iterator[pj.McpSession]:
+    with pj.connect(demo_in_memory(), approval="auto") as session:
         yield session
-
-
-def notes(session: pj.McpSession) -> list[dict[str, str]]:
-    """The demo server's notes, read through the raw SDK client (not the kit's call path)."""
-    return session.connection.request(lambda client: client.call_tool("list_notes", {})).structuredContent["notes"]
 
 
 def counts(session: pj.McpSession) -> dict[str, int]:
     return session.connection.request(lambda client: client.call_tool("call_counts", {})).structuredContent["counts"]
-
-
-def bind_notes(session: pj.McpSession) -> None:
-    session.bind("add_note", effect="write", scope_validator=pj.allow_any_scope)
-    session.bind("delete_note", effect="destructive", scope_validator=pj.allow_any_scope, scope_id="notes")
-
-
-def decided(pending: Any, button: str) -> Any:
-    getattr(pending.widget, f"{button}_button").click()
-    wait_until(lambda: pending.state in ("done", "denied", "void"), what=f"the call to settle after {button}")
-    return pending.result
 
 
 # --- the demo's notes store -------------------------------------------------------------------------------
@@ -95,36 +81,18 @@ def test_a_write_and_a_destructive_call_each_denied_once_and_approved_once(demo:
 
 
 def test_the_deny_policy_refuses_a_write_approved_in_code() -> None:
-    with pj.connect(demo_config(), approval="deny") as session:
+    with pj.connect(demo_in_memory(), approval="deny") as session:
         bind_notes(session)
         refused = session.call("add_note", {"text": "x"}, approve=True)
         assert refused.error_code == "mcp_approval_denied" and refused.effect_state == "not_started"
         assert notes(session) == []
 
 
-def test_writes_over_streamable_http(demo_http_url: str) -> None:
-    """The same contract over HTTP (one demo server for every HTTP test: its notes store is shared, so the test
-    counts what it adds)."""
-    with pj.connect(pj.ServerConfig("notes-http", url=demo_http_url), approval="auto") as session:
-        bind_notes(session)
-        before = len(notes(session))
-        assert decided(session.call("add_note", {"text": "over http"}), "deny").effect_state == "not_started"
-        assert len(notes(session)) == before
-        added = decided(session.call("add_note", {"text": "over http"}), "approve")
-        assert added.effect_state == "committed" and len(notes(session)) == before + 1
-        late = session.call("add_note", {"text": "late", "delay_seconds": 5}, approve=True, timeout=0.5)
-        assert (late.error_code, late.effect_state) == ("mcp_canceled", "unknown")
-        gone = session.call("delete_note", {"id": added.structured["id"]}, approve=True)
-        assert gone.effect_state == "committed" and session.state == "ready"
-        assert added.structured["id"] not in [note["id"] for note in notes(session)]
-
-
-@pytest.mark.process
 def test_interrupt_during_a_slow_write_after_dispatch_leaves_its_effect_unknown(demo: pj.McpSession) -> None:
     bind_notes(demo)
 
     def interrupt_when_the_server_waits() -> None:
-        wait_until(lambda: "add_note: waiting 20" in demo.stderr, what="the server to start the slow write")
+        wait_until(lambda: "add_note: waiting 20" in server_said(demo), what="the server to start the slow write")
         os.kill(os.getpid(), signal.SIGINT)
 
     watcher = threading.Thread(target=interrupt_when_the_server_waits)
@@ -139,7 +107,7 @@ def test_interrupt_during_a_slow_write_after_dispatch_leaves_its_effect_unknown(
     assert result._repr_mimebundle_()["application/vnd.purra.envelope+json"]["effectState"] == "unknown"
     assert demo.state == "ready"
     # the server was told to cancel the write; here it had not stored the note yet (the kit cannot know that)
-    wait_until(lambda: "add_note: cancelled before storing" in demo.stderr, what="the server to stop the write")
+    wait_until(lambda: "add_note: cancelled before storing" in server_said(demo), what="the server to stop the write")
     assert demo.ping() >= 0 and demo.state == "ready"
     assert notes(demo) == []
 
@@ -149,12 +117,11 @@ def test_interrupt_during_a_slow_write_after_dispatch_leaves_its_effect_unknown(
     assert demo.state == "ready"
 
 
-@pytest.mark.process
 def test_cancel_on_a_running_write_settles_it_unknown(demo: pj.McpSession) -> None:
     bind_notes(demo)
     pending = demo.call("add_note", {"text": "slow", "delay_seconds": 20})
     pending.widget.approve_button.click()
-    wait_until(lambda: "add_note: waiting 20" in demo.stderr, what="the server to start the slow write")
+    wait_until(lambda: "add_note: waiting 20" in server_said(demo), what="the server to start the slow write")
     pending.widget.cancel_button.click()
     wait_until(lambda: pending.state == "done", what="the cancelled write to settle")
     assert (pending.result.error_code, pending.result.effect_state) == ("mcp_canceled", "unknown")
@@ -296,29 +263,6 @@ def test_a_refresh_that_drops_a_write_binding_says_so(demo: pj.McpSession) -> No
     assert any(d == "unbound add_note (add_note, write)" for d in (row.detail for row in demo.log.events("bind")))
 
 
-def discovered_by_purra(session: pj.McpSession) -> Any:
-    """purra-mcp's ``discover_mcp_write_tools`` for the same write bindings as the session's (each rebuilt from its
-    snapshot entry: local name, effect, identity), called directly on the session's client."""
-    bindings = {
-        entry["remoteName"]: McpWriteToolBinding(
-            entry["localName"],
-            ToolPolicy(mode="confirm", title=entry["policy"]["title"], risk_level=entry["authorization"]["effect"]),
-            pj.allow_any_scope,
-            entry["authorization"]["bindingId"],
-            entry["authorization"]["bindingRevision"],
-            entry["authorization"]["scopeId"],
-            entry["authorization"]["scopeRevision"],
-            entry["authorization"]["effect"],
-        )
-        for entry in session.write_bindings["entries"]
-    }
-    return session.connection.request(
-        lambda client: discover_mcp_write_tools(
-            client, session.name, bindings, monitor=session.monitor, limits=call_limits(session.limits)
-        )
-    )
-
-
 def test_the_write_snapshot_and_envelopes_equal_purras(demo: pj.McpSession) -> None:
     """The same bindings through purra-mcp directly: the same snapshot (digest included), and for the same
     calls the same envelope, error code and effect state as its registration handler."""
@@ -337,97 +281,11 @@ def test_the_write_snapshot_and_envelopes_equal_purras(demo: pj.McpSession) -> N
     assert demo.call("delete_note", {"id": "missing"}, approve=True).effect_state == "unknown"
 
 
-# --- mcp-server-git in a temporary repository ------------------------------------------------------------
-
-
-def git(repository: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repository), *args], check=True, capture_output=True, text=True).stdout
-
-
-@pytest.fixture
-def repository(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    git(path, "config", "user.name", "Notebook Tester")
-    git(path, "config", "user.email", "tester@example.invalid")
-    (path / "a.txt").write_text("one\n")
-    return path
-
-
-def test_git_add_commit_and_reset_as_writes_against_mcp_server_git(repository: Path) -> None:
-    config = pj.ServerConfig("git", command=str(BIN / "mcp-server-git"), args=["--repository", str(repository)])
-
-    def this_repository(state: Any, arguments: dict[str, Any], signal: Any = None) -> str | None:
-        return None if arguments.get("repo_path") == str(repository) else "only the test's repository"
-
-    with pj.connect(config, approval="auto") as session:
-        with pytest.raises(pj.McpSessionError) as caught:
-            session.bind("git_commit")
-        assert caught.value.code == "mcp_not_read_only" and "readOnlyHint: false" in caught.value.message
-        for tool in ("git_add", "git_commit"):
-            session.bind(tool, effect="write", scope_validator=this_repository, scope_id=str(repository))
-        session.bind("git_reset", effect="destructive", scope_validator=this_repository)
-        frame = session.catalog.to_frame()
-        assert frame.loc["git_commit", "bound_as"] == "git_commit (write)"
-        assert frame.loc["git_reset", "bound_as"] == "git_reset (destructive)"
-        assert frame.loc["git_status", "bindable_as"] == "read" and frame.loc["git_add", "bindable_as"] == "write"
-
-        outside = session.call("git_add", {"repo_path": "/", "files": ["a.txt"]}, approve=True)
-        assert (outside.error_code, outside.effect_state) == ("mcp_scope_denied", "not_started")
-
-        staged = session.call("git_add", {"repo_path": str(repository), "files": ["a.txt"]}, approve=True)
-        assert staged.ok and staged.effect_state == "committed", staged
-        assert "A  a.txt" in git(repository, "status", "--short")
-        pending = session.call("git_commit", {"repo_path": str(repository), "message": "first commit"})
-        assert isinstance(pending, PendingCall)  # the auto policy covers reads only
-        committed = decided(pending, "approve")
-        assert committed.ok and committed.effect_state == "committed", committed
-        assert git(repository, "log", "--format=%s").splitlines() == ["first commit"]
-
-        (repository / "b.txt").write_text("two\n")
-        session.call("git_add", {"repo_path": str(repository), "files": ["b.txt"]}, approve=True)
-        assert "A  b.txt" in git(repository, "status", "--short")
-        reset = decided(session.call("git_reset", {"repo_path": str(repository)}), "approve")
-        assert reset.ok and reset.effect_state == "committed", reset
-        assert "?? b.txt" in git(repository, "status", "--short")  # unstaged again
-        assert git(repository, "log", "--format=%s").splitlines() == ["first commit"]
-
-
-def test_git_write_envelopes_equal_purras_registration_handler(repository: Path) -> None:
-    git(repository, "add", "a.txt")
-    git(repository, "commit", "-q", "-m", "start")  # git_reset unstages against a HEAD
-    (repository / "a.txt").write_text("changed\n")
-    config = pj.ServerConfig("git", command=str(BIN / "mcp-server-git"), args=["--repository", str(repository)])
-    with pj.connect(config) as session:
-        session.bind("git_add", effect="write", scope_validator=pj.allow_any_scope)
-        session.bind("git_reset", effect="destructive", scope_validator=pj.allow_any_scope)
-        host = discovered_by_purra(session)
-        assert session.write_bindings == host.snapshot.to_mapping()
-        handlers = {registration.schema.name: registration.handler for registration in host.registrations}
-        calls = [
-            ("git_add", {"repo_path": str(repository), "files": ["a.txt"]}),
-            ("git_reset", {"repo_path": str(repository)}),
-            ("git_add", {"repo_path": str(repository), "files": ["missing.txt"]}),  # a tool error, after dispatch
-        ]
-        # the same sequence twice from the same repository state: first through purra-mcp, then through the kit
-        expected = [
-            session.connection.request(lambda client, n=name, a=arguments: handlers[n](None, a))
-            for name, arguments in calls
-        ]
-        envelopes = [session.call(name, arguments, approve=True) for name, arguments in calls]
-        for (name, _), envelope, handled in zip(calls, envelopes, expected, strict=True):
-            assert envelope.json == handled.content and envelope.error_code == handled.error_code, name
-            assert envelope.effect_state == handled.effect_state.value, name
-        assert [envelope.effect_state for envelope in envelopes] == ["committed", "committed", "unknown"]
-        assert envelopes[-1].error_code == "mcp_tool_error" and envelopes[-1].server_text
-
-
 # --- magics ---------------------------------------------------------------------------------------------------
 
 
 def test_mcp_bind_binds_writes_and_refuses_a_write_without_a_scope(ip: Any) -> None:
-    ip.run_line_magic("mcp_connect", f"notes -- {sys.executable} -m purra_jupyter.demo")
-    try:
+    with pj.connect(demo_in_memory("notes")) as session:  # %mcp_bind finds any open session by its name
         ip.user_ns["short"] = lambda state, arguments, signal=None: None
         entry = ip.run_line_magic("mcp_bind", "notes add_note --write --scope-validator short --scope-id s")
         assert entry["policy"]["riskLevel"] == "write" and entry["authorization"]["scopeId"] == "s"
@@ -444,7 +302,4 @@ def test_mcp_bind_binds_writes_and_refuses_a_write_without_a_scope(ip: Any) -> N
         with pytest.raises(pj.McpSessionError) as caught:
             ip.run_line_magic("mcp_bind", "notes list_notes --as add_note")
         assert caught.value.code == "mcp_name_conflict"
-        session = pj.sessions()[0]
         assert [e["remoteName"] for e in session.write_bindings["entries"]] == ["add_note", "delete_note"]
-    finally:
-        ip.run_line_magic("mcp_disconnect", "--all")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import math
 import sys
-from collections import Counter
+from collections import Counter, deque
 from typing import Any, TypeAlias
 
 import anyio
@@ -25,6 +25,7 @@ from purra_jupyter.demo import corpus
 SERVER_NAME = "purra-jupyter-demo"
 SERVER_VERSION = "1.0.0"
 EXTRA_TOOL = "extra_tool"
+SAID_LINES = 200  # the stderr lines a server object keeps of its own (``DemoServer.said``)
 
 # A real 4x4 RGB PNG (checkerboard), kept as a constant so the server never touches the file system.
 TINY_PNG_BASE64 = (
@@ -308,6 +309,13 @@ class DemoServer(Server[dict[str, Any], Any]):
         self.call_counts: Counter[str] = Counter()
         self.in_flight = 0
         self.max_in_flight = 0
+        # What it wrote on stderr (the last SAID_LINES lines): a client in this same process reads it here.
+        self.said: deque[str] = deque(maxlen=SAID_LINES)
+
+    def say(self, line: str) -> None:
+        """A line on stderr, where a person sees it (and a client over stdio reads it), kept in ``said`` too."""
+        self.said.append(line)
+        print(line, file=sys.stderr, flush=True)
 
     def create_initialization_options(
         self,
@@ -358,12 +366,12 @@ def build_server() -> DemoServer:
                 seconds = arguments["seconds"]
                 # One stderr line per sleep: lets a person (and the interrupt tests) see the call in flight.
                 request_id = server.request_context.request_id
-                print(f"sleep: {seconds:g} s (request {request_id})", file=sys.stderr, flush=True)
+                server.say(f"sleep: {seconds:g} s (request {request_id})")
                 try:
                     await anyio.sleep(seconds)
                 except anyio.get_cancelled_exc_class():
                     # The client sent notifications/cancelled for this request (or left): stop, and say so.
-                    print(f"sleep: cancelled (request {request_id})", file=sys.stderr, flush=True)
+                    server.say(f"sleep: cancelled (request {request_id})")
                     raise
                 return _text(f"slept {seconds} s"), {"slept": seconds}
             case "greet":
@@ -399,11 +407,11 @@ def build_server() -> DemoServer:
                 delay = arguments.get("delay_seconds", 0)
                 if delay:
                     request_id = server.request_context.request_id
-                    print(f"add_note: waiting {delay:g} s (request {request_id})", file=sys.stderr, flush=True)
+                    server.say(f"add_note: waiting {delay:g} s (request {request_id})")
                     try:
                         await anyio.sleep(delay)
                     except anyio.get_cancelled_exc_class():  # notifications/cancelled: nothing is stored
-                        print(f"add_note: cancelled before storing (request {request_id})", file=sys.stderr, flush=True)
+                        server.say(f"add_note: cancelled before storing (request {request_id})")
                         raise
                 server.notes_added += 1
                 key = f"note-{server.notes_added}"

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from purra_jupyter.demo.server import DemoServer
@@ -65,7 +65,10 @@ async def serve_stdio(server: DemoServer) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def _exit_now(_signum: int, _frame: object) -> None:
+def _exit_now(_signum: int = 0, _frame: object = None) -> NoReturn:
+    """End the process at once (each message on stdout was flushed as it was written): there is no state to save,
+    and tearing the interpreter down (the SDK's modules, jsonschema's format grammars) takes seconds, which a
+    client closing the session would wait out."""
     sys.stderr.flush()
     os._exit(0)
 
@@ -74,8 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the server until its client leaves or a signal stops it; returns the exit status.
 
     Without ``--http`` it serves stdio and takes over this process's stdin, stdout and SIGINT/SIGTERM
-    handling, so call it in a process of its own (``python -m purra_jupyter.demo``). A refused ``--http``
-    address returns 2 and starts nothing.
+    handling, and ends the process once its client leaves, so call it in a process of its own
+    (``python -m purra_jupyter.demo``). A refused ``--http`` address returns 2 and starts nothing.
     """
     parser = argparse.ArgumentParser(
         prog="python -m purra_jupyter.demo",
@@ -97,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, _exit_now)
         anyio.run(serve_stdio, build_server())
-        return 0
+        _exit_now()  # the client left
     try:
         host, port = parse_http_address(args.http)
     except UsageError as error:
