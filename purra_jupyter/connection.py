@@ -228,9 +228,8 @@ class ServerHello:
 
     @classmethod
     def of(cls, result: InitializeResult) -> ServerHello:
-        info, capabilities = (
-            part.model_dump(mode="json", exclude_none=True) for part in (result.serverInfo, result.capabilities)
-        )
+        info = result.serverInfo.model_dump(mode="json", exclude_none=True)
+        capabilities = result.capabilities.model_dump(mode="json", exclude_none=True)
         return cls(str(result.protocolVersion), info, capabilities)
 
     @property

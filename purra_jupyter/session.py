@@ -49,6 +49,7 @@ from .wire import (
 
 if TYPE_CHECKING:
     import pandas as pd
+    from mcp import ClientSession
     from mcp.server.lowlevel import Server
     from purra_mcp import McpCatalogMonitor, McpToolLimits
 
@@ -125,7 +126,7 @@ class McpSession(HasTraits):
     def ping(self, *, timeout: float | None = None) -> float:
         """Ask the server for a ping; returns the round trip in milliseconds."""
         started = time.perf_counter()
-        self.connection.request(lambda client: client.send_ping(), timeout=timeout)
+        self.connection.request(_ping, timeout=timeout)
         return (time.perf_counter() - started) * 1000
 
     def reauthorize(self) -> None:
@@ -137,7 +138,7 @@ class McpSession(HasTraits):
         connection.check_usable()
         connection.log.add(EVENT_CONNECT, "reauthorizing: the tokens were forgotten")
         runner.run(connection.link.forget_authorization)
-        connection.request(lambda client: client.send_ping(), timeout=Deadline(self.config.timeout, "reauthorizing"))
+        connection.request(_ping, timeout=Deadline(self.config.timeout, "reauthorizing"))
 
     def close(self, cause: str = "closed by user") -> None:
         """End the session and its server process. Idempotent; from a state observer (the loop thread) the
@@ -309,6 +310,10 @@ class McpSession(HasTraits):
             ("server", self.connection.hello.label),
         ]
         return {"text/plain": repr(self), "text/html": str(key_value_table(rows, "purra-session"))}
+
+
+async def _ping(client: ClientSession) -> object:
+    return await client.send_ping()
 
 
 CLOSED_KEPT = 64  # closed sessions whose name still says "closed" (not "unknown") until reused

@@ -148,12 +148,14 @@ _SAFE_TAGS = {"div", "b", "span", "code", "pre", "p", "table", "thead", "tbody",
 _SAFE_ATTRIBUTES = {"style", "class", "alt", "src", "title"}  # title: inert text shown on hover (always escaped)
 
 
-class _Tags(HTMLParser):
-    """Every tag and comment of an HTML text."""
+class Tokens(HTMLParser):
+    """Every start tag (with its attributes), text run and comment of an HTML text, as a browser's tokenizer
+    reads them."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
         self.comments: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -162,17 +164,25 @@ class _Tags(HTMLParser):
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append((tag, dict(attrs)))
 
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
     def handle_comment(self, data: str) -> None:
         self.comments.append(data)
+
+
+def tokens(html: str) -> Tokens:
+    parser = Tokens()
+    parser.feed(html)
+    parser.close()
+    return parser
 
 
 def unsafe_markup(html: str, *, pandas: bool = False) -> list[str]:
     """What in ``html`` is not the kit's own inert markup: any tag or attribute outside a small allow-list,
     event handlers, ``javascript:`` in any attribute, and images that are not raster data URIs. ``pandas``
     also allows what a DataFrame's own HTML holds (a scoped style sheet, a table border)."""
-    parser = _Tags()
-    parser.feed(html)
-    parser.close()
+    parser = tokens(html)
     found = [f"comment {text!r}" for text in parser.comments]
     tags, attributes = (_SAFE_TAGS | {"style"}, _SAFE_ATTRIBUTES | {"border", "scoped"}) if pandas else (
         _SAFE_TAGS, _SAFE_ATTRIBUTES)  # fmt: skip
