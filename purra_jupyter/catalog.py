@@ -157,7 +157,8 @@ class ToolVerdict:
     @property
     def label(self) -> str:
         """The shown name with its warning, for one line of text (a log row, a plain-text view)."""
-        return f"{self.shown_name} (⚠ name {self.name_warning})" if self.name_warning else self.shown_name
+        warning = self.name_warning
+        return f"{self.shown_name} (⚠ name {warning})" if warning else self.shown_name
 
     @property
     def bindable_as(self) -> str:
