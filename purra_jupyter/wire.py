@@ -90,6 +90,7 @@ EVENT_ERROR = "error"
 EVENT_CANCEL = "cancel"  # a request the kit stopped waiting for, and the late answers it discards
 EVENT_SDK = "sdk"  # a record of the MCP SDK's own logging, with its level
 EVENT_CLOSE = "close"
+EVENT_SETTING = "setting"  # a policy or timeout changed on an open session
 
 # Transports.
 STDIO = "stdio"

@@ -435,11 +435,11 @@ class ApprovalMachine(RuleBasedStateMachine):
     def call_with_prompt(self, tool: str, policy: str) -> None:
         """A call no code decided: under ``prompt`` every one waits; under ``auto`` a write still does."""
         text = self._text()
-        self.session.approval = policy
+        self.session.set_approval(policy)
         try:
             result = self.session.call(tool, {"text": text})
         finally:
-            self.session.approval = "prompt"
+            self.session.set_approval("prompt")
         if not self.ready:
             return self._refused(result)
         if policy == "auto" and tool == "echo":
