@@ -501,8 +501,7 @@ class ApprovalMachine(RuleBasedStateMachine):
         expected = (
             "mcp_connection_closed" if self.closed
             else "mcp_catalog_stale" if self.stale
-            else "mcp_binding_invalid" if self.bound  # already bound
-            else None
+            else None  # bound anew, or already bound so: kept (a rerun)
         )  # fmt: skip
         try:
             self.session.bind("echo")

@@ -222,6 +222,10 @@ def test_a_write_binding_needs_a_scope_validator_and_a_valid_identity(demo: pj.M
     with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("echo", local_name="note")  # reads and writes share the names a host registers
     assert caught.value.code == "mcp_name_conflict"
+    before = demo.write_bindings
+    again = demo.bind("add_note", effect="write", scope_validator=pj.allow_any_scope, local_name="note")  # a rerun
+    assert again["localName"] == "note" and demo.write_bindings == before
+    assert "is already bound so; kept as it was" in demo.log.events("bind")[-1].detail
     with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("add_note", effect="write", scope_validator=pj.allow_any_scope)
     assert caught.value.code == "mcp_binding_invalid" and "already bound as write tool 'note'" in caught.value.message
