@@ -125,7 +125,7 @@ def test_cancel_on_a_running_write_settles_it_unknown(demo: pj.McpSession) -> No
     pending.widget.cancel_button.click()
     wait_until(lambda: pending.state == "done", what="the cancelled write to settle")
     assert (pending.result.error_code, pending.result.effect_state) == ("mcp_canceled", "unknown")
-    assert pending._repr_mimebundle_()["text/plain"].startswith("failed (approved by a click)")
+    assert pending._repr_mimebundle_()["text/plain"].startswith("cancelled (approved by a click)")
 
 
 def test_a_batch_of_writes_needs_one_approval_and_runs_one_row_at_a_time(demo: pj.McpSession) -> None:
