@@ -6,20 +6,7 @@
  * image types whose payload is checked to be base64. URIs are shown as text, never as links.
  */
 
-import {
-  CLASS,
-  JSONObject,
-  Trans,
-  asObject,
-  asText,
-  el,
-  headRow,
-  isolated,
-  jsonText,
-  label,
-  pre,
-  text
-} from './dom';
+import { CLASS, JSONObject, Trans, asObject, asText, el, headRow, isolated, jsonText, label, pre, text } from './dom';
 import { jsonTree } from './tree';
 
 /** The only images shown: these types, as base64 data URIs. */

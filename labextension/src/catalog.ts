@@ -4,19 +4,7 @@
  * whose cells wrap anywhere, so a long unbroken name or description never widens it.
  */
 
-import {
-  CLASS,
-  JSONObject,
-  Trans,
-  asArray,
-  asObject,
-  asText,
-  el,
-  isolated,
-  label,
-  plural,
-  text
-} from './dom';
+import { CLASS, JSONObject, Trans, asArray, asObject, asText, el, isolated, label, plural, text } from './dom';
 import { jsonTree } from './tree';
 
 /** Descriptions longer than this are folded (as `_shorten` in catalog.py). */
@@ -113,7 +101,12 @@ export function drawCatalog(node: HTMLElement, data: JSONObject, trans: Trans): 
   controls.appendChild(filter);
   controls.appendChild(shown);
   node.appendChild(controls);
-  node.appendChild(catalogTable(rows.map(({ row }) => row), trans));
+  node.appendChild(
+    catalogTable(
+      rows.map(({ row }) => row),
+      trans
+    )
+  );
   apply();
 }
 
