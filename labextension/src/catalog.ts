@@ -21,8 +21,8 @@ export function catalogColumns(trans: Trans): ReadonlyArray<[string, number]> {
   return [
     [trans.__('tool'), 15],
     [trans.__('title'), 9],
-    [trans.__('description'), 22],
-    [trans.__('verdict'), 9],
+    [trans.__('description'), 20],
+    [trans.__('verdict'), 11],
     [trans.__('schemas'), 13],
     [trans.__('binding'), 9],
     [trans.__('hints'), 9],
