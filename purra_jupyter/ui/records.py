@@ -116,7 +116,10 @@ def short_digest(digest: str) -> str:
 
 
 def decision_data(call: Call) -> dict[str, Any]:
+    """The record's decision as the MIME payloads carry it: the arguments sent go with their digest, so a reader
+    of the notebook sees what was sent (the renderer folds them), as the HTML fallback shows them."""
     decision = call.decision
+    label, shown = call.job.shown_arguments
     return {
         "state": state_word(call),
         "how": decision.how if decision else "",
@@ -125,6 +128,8 @@ def decision_data(call: Call) -> dict[str, Any]:
         "tool": call.job.label,  # as a person is shown it: invisible characters escaped, a look-alike marked
         "effect": call.job.effect,
         "argumentsDigest": call.arguments_digest,
+        "argumentsLabel": label,
+        "arguments": shown,
     }
 
 
@@ -134,8 +139,7 @@ def _decision_head(call: Call, data: dict[str, Any]) -> dict[str, str]:
     at = data["at"].replace("T", " ")[:19]
     effect = f" ({data['effect']})" if data["effect"] != READ else ""
     digest = short_digest(call.arguments_digest)
-    label, shown = call.job.shown_arguments
-    arguments = json.dumps(shown, indent=2, ensure_ascii=False)
+    arguments = json.dumps(data["arguments"], indent=2, ensure_ascii=False)
     html = tag(
         "div",
         tag("b", data["state"]),
@@ -143,7 +147,7 @@ def _decision_head(call: Call, data: dict[str, Any]) -> dict[str, str]:
         tag("code", data["tool"]),
         f"{effect} · arguments digest ",
         tag("code", digest, title=call.arguments_digest),
-        tag("details", tag("summary", label), pre(arguments)),
+        tag("details", tag("summary", data["argumentsLabel"]), pre(arguments)),
         class_="purra-decision",
         style="text-align:left",
     )
