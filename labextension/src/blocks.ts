@@ -127,23 +127,27 @@ function isRecords(value: unknown): value is JSONObject[] {
   return Array.isArray(value) && value.length > 0 && value.every(item => asObject(item) !== null);
 }
 
-/** Structured content: a records table when it holds records, and always a collapsible JSON tree. */
-export function appendStructured(node: HTMLElement, key: string, value: unknown): void {
+/**
+ * Structured content: a records table when it holds records, and always a collapsible JSON tree. `columns` is the
+ * server's column order, which the payload carries because a saved notebook's JSON has its keys sorted.
+ */
+export function appendStructured(node: HTMLElement, key: string, value: unknown, columns?: unknown): void {
   if (value === null || value === undefined) {
     return;
   }
   const records = recordsIn(value);
   if (records !== null) {
     const section = el('div', CLASS.section);
-    section.appendChild(recordsTable(records));
+    section.appendChild(recordsTable(records, columns));
     node.appendChild(section);
   }
   node.appendChild(jsonTree(key, value));
 }
 
-export function recordsTable(records: JSONObject[]): DocumentFragment {
+export function recordsTable(records: JSONObject[], order?: unknown): DocumentFragment {
   const fragment = document.createDocumentFragment();
-  const columns = [...new Set(records.flatMap(record => Object.keys(record)))];
+  const given = Array.isArray(order) ? order.filter((name): name is string => typeof name === 'string') : [];
+  const columns = [...new Set([...given, ...records.flatMap(record => Object.keys(record))])];
   const table = el('table', CLASS.table);
   table.appendChild(headRow(columns));
   const body = document.createElement('tbody');

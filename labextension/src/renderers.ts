@@ -90,7 +90,7 @@ export class EnvelopeRenderer extends PurraRenderer {
     for (const text of asArray(envelope.text)) {
       node.appendChild(pre(asText(text)));
     }
-    appendStructured(node, 'structured', envelope.structured);
+    appendStructured(node, 'structured', envelope.structured, data.columns);
   }
 }
 
@@ -114,7 +114,7 @@ export class RawResultRenderer extends PurraRenderer {
     for (const item of asArray(result.content)) {
       node.appendChild(block(item, imageAlt));
     }
-    appendStructured(node, 'structuredContent', result.structuredContent);
+    appendStructured(node, 'structuredContent', result.structuredContent, data.columns);
   }
 }
 

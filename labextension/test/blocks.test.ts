@@ -1,4 +1,4 @@
-import { appendDecision, block, imageSrc, recordsIn } from '../src/blocks';
+import { appendDecision, block, imageSrc, recordsIn, recordsTable } from '../src/blocks';
 import { untranslated } from '../src/dom';
 
 const XSS_IMG = '<img src=x onerror=window.__pwned=1>';
@@ -80,5 +80,17 @@ describe('recordsIn', () => {
     expect(recordsIn({ rows: [{ a: 1 }], n: 1 })).toEqual([{ a: 1 }]);
     expect(recordsIn({ a: [{ a: 1 }], b: [{ b: 1 }] })).toBeNull();
     expect(recordsIn([1, 2])).toBeNull();
+  });
+});
+
+describe('recordsTable', () => {
+  const heads = (fragment: DocumentFragment): string[] =>
+    Array.from(fragment.querySelectorAll('th')).map(cell => cell.textContent ?? '');
+
+  it("keeps the server's column order the payload carries, though a saved file sorts the keys", () => {
+    const saved = [{ id: 'a', score: 1, title: 'A' }]; // as nbformat writes it: keys sorted
+    expect(heads(recordsTable(saved, ['title', 'id', 'score']))).toEqual(['title', 'id', 'score']);
+    expect(heads(recordsTable(saved))).toEqual(['id', 'score', 'title']); // an output saved before columns were
+    expect(heads(recordsTable([{ a: 1, b: 2 }], ['b', 7]))).toEqual(['b', 'a']); // what is not a name is left out
   });
 });
