@@ -313,6 +313,7 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
         # The approval widget: nothing ran yet; one click runs the call and shows its envelope inside the widget.
         approval = browser.cell("pending").locator(".purra-approval")
         expect(approval).to_contain_text("Approve this MCP call?", timeout=STEP)
+        expect(browser.cell("pending").locator(LIVE)).to_have_count(1)  # mounted by our plugin (on 4.4 too)
         expect(approval).to_contain_text("search_documents")
         expect(approval.locator(".purra-approval-state")).to_have_text("pending")
         expect(approval.locator(OURS)).to_have_count(0)

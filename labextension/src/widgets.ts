@@ -35,11 +35,11 @@ const MANAGER_POLL_MS = 50;
 /** Why the live widget is not shown: a key of the payload's `labels`. */
 export type Dead = 'restarted' | 'gone' | 'noKernel';
 
-/** Neutral stand-ins for a payload without its labels. */
+/** Neutral stand-ins for a payload without its labels (the words are purra_jupyter's: records.widget_labels). */
 const FALLBACK_LABELS: Readonly<Record<Dead, string>> = {
-  restarted: 'the kernel restarted: run the cell again',
-  gone: "this widget's kernel is gone: run the cell again",
-  noKernel: 'no kernel: run the cell in a running kernel'
+  restarted: 'restarted',
+  gone: 'gone',
+  noKernel: 'no kernel'
 };
 
 /** CSS classes (style/base.css). */
