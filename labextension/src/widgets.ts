@@ -184,24 +184,24 @@ export class WidgetOutput extends Panel implements IRenderMime.IRenderer {
       await this._showStatic('noKernel');
       return;
     }
-    const view = this._model?.data[WIDGET_VIEW_MIME];
+    const model = this._model;
+    const view = model?.data[WIDGET_VIEW_MIME];
     let held = false;
     try {
-      held = this._model!.trusted && view !== undefined && (await kernelHolds(kernel, this._data.modelId));
+      held = model !== null && model.trusted && view !== undefined && (await kernelHolds(kernel, this._data.modelId));
     } catch {
       held = false; // the kernel went away while asked
     }
+    const ready = held && (await this._managerReady(panel));
     if (this._round !== round) {
       return; // it restarted, changed or was rendered anew meanwhile
     }
-    if (!held || !(await this._managerReady(panel))) {
-      await this._showStatic('gone');
+    if (!ready) {
       this._stopFollowing(); // this kernel never gets the model back
+      await this._showStatic('gone');
       return;
     }
-    if (this._round === round) {
-      await this._showLive(panel, view);
-    }
+    await this._showLive(panel, view);
   }
 
   /** ipywidgets' manager replaces the app's placeholder renderer in the notebook's rendermime once it holds
