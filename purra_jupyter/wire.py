@@ -102,3 +102,8 @@ MEMORY = "memory"  # an MCP server object in the kernel's own process
 CATALOG_MIME = "application/vnd.purra.catalog+json"
 ENVELOPE_MIME = "application/vnd.purra.envelope+json"
 RAW_RESULT_MIME = "application/vnd.purra.raw-result+json"
+# A widget output of ours: its model id and its static view (what reads without the widget's kernel). The
+# extension draws the static view and mounts the live widget (ipywidgets' own MIME type, kept in the same
+# bundle for other frontends) only while the kernel that holds its model runs.
+WIDGET_MIME = "application/vnd.purra.widget+json"
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"

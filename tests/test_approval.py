@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import demo_in_memory, server_said, wait_until
+from conftest import assert_safe, demo_in_memory, raw_config, server_said, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.ui.approval import HINTS_LABEL, PendingCall
+from purra_jupyter.wire import WIDGET_MIME, WIDGET_VIEW_MIME
 
 
 @pytest.fixture
@@ -143,3 +144,30 @@ def test_cancel_on_a_running_call_stops_it_on_the_server(demo: pj.McpSession) ->
     assert pending.widget.cancel_button.disabled
     wait_until(lambda: "sleep: cancelled" in server_said(demo), what="the server's own word that it stopped")
     assert demo.state == "ready" and demo.ping() >= 0
+
+
+def test_every_widget_output_carries_its_model_id_and_an_escaped_static_view() -> None:
+    """An approval (one call, a batch) and a form each carry, beside ipywidgets' view, our MIME type: the same
+    model id, the static view the extension shows once the kernel is gone, its buttons and why they are dead;
+    a hostile server's tool name is escaped text in it."""
+    evil = "<img src=x onerror=window.__pwned=1>"  # the name raw_server.py --call-result xss gives a tool
+    with pj.connect(raw_config("xss", "--call-result", "xss")) as session:
+        call = session.call(evil, {"x": "<b>x</b>"}, raw=True)
+        batch = session.evaluate(evil, [{"x": "<b>x</b>"}], raw=True)
+        form = session.form(evil)
+        outputs = {"call": (call._repr_mimebundle_(), ["Approve", "Deny", "Cancel"], "decide"),
+                   "batch": (batch._repr_mimebundle_(), ["Approve", "Deny", "Stop"], "decide"),
+                   "form": (form.bundle(), ["Review call"], "fill in the form")}  # fmt: skip
+        for name, (bundle, buttons, again) in outputs.items():
+            static = bundle[WIDGET_MIME]
+            assert static["model_id"] == bundle[WIDGET_VIEW_MIME]["model_id"], name
+            assert static["html"] == bundle["text/html"] and static["text"] == bundle["text/plain"], name
+            assert static["buttons"] == buttons, name
+            assert set(static["labels"]) == {"restarted", "gone", "noKernel"}, name
+            assert static["labels"]["restarted"] == f"the kernel restarted: run the cell again to {again}", name
+            assert_safe(static["html"], evil)
+        assert "pending: decide in a running kernel" in outputs["call"][0][WIDGET_MIME]["html"]
+        assert f"argument form for {evil}" in outputs["form"][0][WIDGET_MIME]["text"]
+        call.deny()
+        batch.deny()
+        assert WIDGET_MIME not in call._repr_mimebundle_()  # settled: a record, no widget

@@ -29,7 +29,8 @@ from conftest import BINDER_BUILD_GUARD, execute_notebook, follow_authorization,
 
 from purra_jupyter.catalog import CALLABLE_UNDER
 from purra_jupyter.envelope import EFFECT_NOTES, ENVELOPE_KIND, IMAGE_ALT, RAW_LABEL, SERVER_WORDS, Envelope, RawResult
-from purra_jupyter.wire import COMMITTED, ENVELOPE_MIME, RAW_RESULT_MIME, UNKNOWN
+from purra_jupyter.ui.records import widget_labels
+from purra_jupyter.wire import COMMITTED, ENVELOPE_MIME, RAW_RESULT_MIME, UNKNOWN, WIDGET_MIME
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -312,6 +313,7 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
         # The approval widget: nothing ran yet; one click runs the call and shows its envelope inside the widget.
         approval = browser.cell("pending").locator(".purra-approval")
         expect(approval).to_contain_text("Approve this MCP call?", timeout=STEP)
+        expect(browser.cell("pending").locator(LIVE)).to_have_count(1)  # mounted by our plugin (on 4.4 too)
         expect(approval).to_contain_text("search_documents")
         expect(approval.locator(".purra-approval-state")).to_have_text("pending")
         expect(approval.locator(OURS)).to_have_count(0)
@@ -828,6 +830,88 @@ def test_a_record_shows_its_arguments_and_the_catalog_fits_and_searches(
             assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
         except BaseException:
             browser.report_failure(f"{ui}-fit-failure", lab)
+
+
+# --- widget outputs without their kernel ------------------------------------------------------------------
+
+WIDGET_CELLS = {
+    "connect": (
+        "import sys\nimport purra_jupyter as pj\n"
+        'demo = pj.connect(pj.ServerConfig("demo", command=sys.executable, args=["-m", "purra_jupyter.demo"]))'
+    ),
+    "pending": 'demo.call("search_documents", {"query": "PurrA envelope", "limit": 3})',
+    "form": 'demo.form("search_documents")',
+    "fresh": 'demo.call("echo", {"text": "hi"})',
+}
+LIVE = f'[data-mime-type="{WIDGET_MIME}"] .purra-approval'  # ipywidgets' approval, mounted by our renderer
+STATIC = f'[data-mime-type="{WIDGET_MIME}"] .jp-PurraWidget-static'
+APPROVAL_WORDS = widget_labels("run the cell again to decide")
+FORM_WORDS = widget_labels("run the cell again to fill in the form")
+
+
+@pytest.mark.parametrize("ui", ["lab", "notebook"])
+def test_a_widget_whose_kernel_is_gone_shows_its_static_view_and_dead_buttons(
+    ui: str, tmp_path: Path, browser: Browser
+) -> None:
+    """Live while its kernel holds it (a click settles a call); after a kernel restart, the static view with
+    its buttons disabled and why; saved, kernel shut down, page reloaded: the static view again (tool,
+    arguments, "pending"), and no "Error displaying widget" anywhere."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in WIDGET_CELLS.values()]
+    index = {name: i for i, name in enumerate(WIDGET_CELLS)}
+    with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
+        nbformat.write(notebook, lab.root / "widgets.ipynb")
+        page = browser.page
+        nth = lambda name: page.locator(".jp-Notebook .jp-Cell").nth(index[name])  # noqa: E731
+        try:
+            open_notebook(browser, lab, "widgets.ipynb", ui=ui)
+            run_all(browser)
+            # Live: the kernel holds the widgets, so our renderer mounted ipywidgets' views; a click settles.
+            expect(nth("pending").locator(LIVE).locator(".purra-approval-state")).to_have_text("pending",
+                                                                                             timeout=STEP)  # fmt: skip
+            expect(nth("form").locator(f'[data-mime-type="{WIDGET_MIME}"] .purra-form')).to_be_visible()
+            nth("fresh").locator(LIVE).get_by_role("button", name="Approve").click()
+            expect(nth("fresh").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text(
+                "approved (approved by a click)", timeout=STEP
+            )
+            browser.screenshot(f"widgets-{ui}-01-live", nth("pending"))
+
+            # A restarted kernel: the same outputs, now static, their buttons disabled and saying why.
+            browser.notebook_js("await panel.sessionContext.restartKernel();")
+            for name, buttons, words in (("pending", ["Approve", "Deny", "Cancel"], APPROVAL_WORDS),
+                                         ("form", ["Review call"], FORM_WORDS)):  # fmt: skip
+                static = nth(name).locator(STATIC)
+                expect(static.locator(".jp-PurraWidget-why")).to_have_text(words["restarted"], timeout=STEP)
+                expect(static.locator("button")).to_have_text(buttons)
+                for button in static.locator("button").all():
+                    expect(button).to_be_disabled()
+                    expect(button).to_have_attribute("title", words["restarted"])
+            expect(page.locator(".purra-approval, .purra-form")).to_have_count(0)  # no live widget is left
+            expect(nth("pending").locator(STATIC)).to_contain_text("pending: decide in a running kernel")
+            browser.screenshot(f"widgets-{ui}-02-restarted", nth("pending"))
+
+            # Saved, kernel shut down, reloaded (a new kernel that never held these widgets): the static view.
+            browser.notebook_js("await app.commands.execute('docmanager:save');")
+            browser.notebook_js("await panel.sessionContext.shutdown();")
+            saved = nbformat.read(lab.root / "widgets.ipynb", as_version=4)
+            assert WIDGET_MIME in saved.cells[index["pending"]].outputs[0]["data"]
+            page.reload()
+            open_notebook(browser, lab, "widgets.ipynb", ui=ui)
+            pending = nth("pending").locator(STATIC)
+            expect(pending.locator(".jp-PurraWidget-why")).to_have_text(APPROVAL_WORDS["gone"], timeout=STEP)
+            for shown in ("search_documents", '"query": "PurrA envelope"', '"limit": 3',
+                          "pending: decide in a running kernel"):  # fmt: skip
+                expect(pending).to_contain_text(shown)
+            expect(pending.get_by_role("button", name="Approve")).to_be_disabled()
+            expect(nth("form").locator(STATIC)).to_contain_text("argument form for search_documents")
+            expect(nth("form").locator(STATIC).locator(".jp-PurraWidget-why")).to_have_text(FORM_WORDS["gone"])
+            expect(nth("fresh").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text("approved")
+            expect(page.locator("body")).not_to_contain_text(WIDGET_ERROR)
+            browser.screenshot(f"widgets-{ui}-03-reloaded", nth("pending"))
+            assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
+        except BaseException:
+            browser.report_failure(f"widgets-{ui}-failure", lab)
             raise
 
 

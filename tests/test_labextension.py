@@ -12,6 +12,7 @@ from pathlib import Path
 
 from purra_jupyter.catalog import catalog_labels
 from purra_jupyter.envelope import envelope_labels, raw_result_labels
+from purra_jupyter.ui.records import widget_labels
 
 ROOT = Path(__file__).parent.parent
 NAME = "purra-jupyter-renderers"
@@ -73,9 +74,8 @@ def test_the_renderer_source_holds_no_copy_of_the_words_the_payloads_carry() -> 
     """The kit's fixed words come with each MIME payload (``labels``); the TypeScript reads them there, so a
     sentence typed in it as well would be a second source that drifts. Comments aside; one-word labels such as
     ``callable`` are also field names in the source, so only phrases are looked for."""
-    words = [
-        word for labels in (envelope_labels(), raw_result_labels(), catalog_labels()) for word in label_words(labels)
-    ]
+    payloads = (envelope_labels(), raw_result_labels(), catalog_labels(), widget_labels("run the cell again"))
+    words = [word for labels in payloads for word in label_words(labels)]
     phrases = {word.strip(" —()") for word in words if " " in word.strip()}
     assert len(phrases) >= 7, phrases
     comments = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)

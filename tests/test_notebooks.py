@@ -51,7 +51,8 @@ def test_the_quickstart_runs_top_to_bottom_on_a_real_kernel(tmp_path: Path) -> N
     assert "Closed session 'changes'. 'closed'" in plain_and_streams(outputs)
     mimes = {mime for output in outputs for mime in output.get("data", {})}
     assert {"application/vnd.purra.catalog+json", "application/vnd.purra.envelope+json",
-            "application/vnd.purra.raw-result+json", "application/vnd.jupyter.widget-view+json"} <= mimes  # fmt: skip
+            "application/vnd.purra.raw-result+json", "application/vnd.jupyter.widget-view+json",
+            "application/vnd.purra.widget+json"} <= mimes  # fmt: skip
 
 
 def test_the_evaluate_notebook_runs_top_to_bottom_on_a_real_kernel(tmp_path: Path) -> None:

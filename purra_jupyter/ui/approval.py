@@ -33,11 +33,13 @@ from .records import (
     redraw_while,
     short_digest,
     state_word,
+    widget_bundle,
 )
 
 HINTS_LABEL = "server hints — grant no authority"
 SERVER_TITLE_LABEL = "the server's title"
 SERVER_DESCRIPTION_LABEL = "the server's description"
+AGAIN = "run the cell again to decide"  # what brings back a dead approval's buttons
 
 
 class PendingCall(Call):
@@ -64,10 +66,11 @@ class PendingCall(Call):
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
         if self.state in SETTLED:
             return record_bundle(self)
-        bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
-        bundle[TEXT_HTML] = str(join([_details_html(self), pre(f"{state_word(self)}: decide in a running kernel")]))
-        bundle[TEXT_PLAIN] = f"{state_word(self)}: approval of {self.connection.name}/{self.job.summary}"
-        return bundle
+        static = {
+            TEXT_HTML: str(join([_details_html(self), pre(f"{state_word(self)}: decide in a running kernel")])),
+            TEXT_PLAIN: f"{state_word(self)}: approval of {self.connection.name}/{self.job.summary}",
+        }
+        return widget_bundle(self.widget, static, buttons=self.widget.button_names, again=AGAIN)
 
     def _settled(self, change: dict[str, Any]) -> None:
         if change["new"] in SETTLED:
@@ -114,6 +117,11 @@ class ApprovalWidget(widgets.VBox):
             ]
         )
         self.add_class("purra-approval")
+
+    @property
+    def button_names(self) -> list[str]:
+        """What the buttons say, for the static view (drawn there disabled)."""
+        return [button.description for button in (self.approve_button, self.deny_button, self.cancel_button)]
 
     def _changed(self, change: dict[str, Any]) -> None:
         """Follow the call's state (from any thread: widget traits only); once decided, no more Approve or

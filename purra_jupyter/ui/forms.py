@@ -21,13 +21,14 @@ from ..catalog import ToolVerdict
 from ..markup import ERROR_COLOR, join, tag
 from ..raw_schema import Check, Misfit
 from .approval import PendingCall
-from .records import LiveOutput, bundle_of, plain_bundle
+from .records import LiveOutput, bundle_of, plain_bundle, widget_bundle
 
 if TYPE_CHECKING:
     from purra_mcp import McpToolLimits
 
 UNSET_LABEL = "(not set)"
 LABEL_WIDTH = "12em"
+AGAIN = "run the cell again to fill in the form"  # what brings back a dead form
 _UNSET: Any = object()  # an optional field with no value: left out of the arguments
 
 
@@ -405,11 +406,14 @@ class ToolForm(SchemaForm):
             self.reviewed.update(bundle_of(self.pending))
         return self.pending
 
-    def _ipython_display_(self) -> None:
+    def bundle(self) -> dict[str, Any]:
+        """The form's output: the live form, and a static line for readers without its kernel."""
         path = "a raw call (JSON editor)" if self.raw else f"a PurrA {self.tool.bound_effect or 'read'} call"
-        bundle = dict(self._repr_mimebundle_() or {})
-        bundle.update(plain_bundle(f"argument form for {self.tool.name}: {path}; it needs a running kernel"))
-        display(bundle, raw=True)
+        static = plain_bundle(f"argument form for {self.tool.name}: {path}; it needs a running kernel")
+        return widget_bundle(self, static, buttons=[self.review_button.description], again=AGAIN)
+
+    def _ipython_display_(self) -> None:
+        display(self.bundle(), raw=True)
         self.reviewed.show(plain_bundle("no call reviewed yet"))
 
 

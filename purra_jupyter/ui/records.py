@@ -12,16 +12,30 @@ import asyncio
 import contextvars
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import ipywidgets as widgets
 from IPython import get_ipython
 from IPython.display import display, update_display
 
 from ..catalog import READ
 from ..envelope import Envelope, RawResult
 from ..markup import join, pre, tag, trusted
-from ..wire import CANCELED, DENIED, DONE, ENVELOPE_MIME, INTERRUPTED, PENDING, RAW_RESULT_MIME, RUNNING, TIMEOUT, VOID
+from ..wire import (
+    CANCELED,
+    DENIED,
+    DONE,
+    ENVELOPE_MIME,
+    INTERRUPTED,
+    PENDING,
+    RAW_RESULT_MIME,
+    RUNNING,
+    TIMEOUT,
+    VOID,
+    WIDGET_MIME,
+    WIDGET_VIEW_MIME,
+)
 
 if TYPE_CHECKING:
     from ..calls import Call
@@ -74,6 +88,37 @@ async def redraw_while(running: Callable[[], bool], draw: Callable[[], None]) ->
 def plain_bundle(text: str) -> dict[str, str]:
     """A line or block of our own text: plain, and as an escaped monospace block for HTML readers."""
     return {TEXT_PLAIN: text, TEXT_HTML: str(pre(text))}
+
+
+def widget_labels(again: str) -> dict[str, str]:
+    """The lines the extension shows under a widget's static view, by why its live widget is not there;
+    ``again`` says what brings it back (e.g. "run the cell again to decide")."""
+    return {
+        "restarted": f"the kernel restarted: {again}",
+        "gone": f"this widget's kernel is gone: {again}",
+        "noKernel": f"no kernel: {again}",
+    }
+
+
+def widget_bundle(
+    widget: widgets.Widget, static: dict[str, str], *, buttons: Sequence[str], again: str
+) -> dict[str, Any]:
+    """The bundle of every widget output of ours: ipywidgets' own (the live widget, for any frontend), ``static``
+    (escaped HTML and plain text, for readers without widgets), and our MIME type with the widget's model id and
+    that static view, which the extension shows whenever the kernel holding the model is gone, ``buttons``
+    drawn disabled with ``widget_labels(again)`` saying why."""
+    live = dict(widget._repr_mimebundle_() or {})
+    bundle: dict[str, Any] = {**live, **static}
+    view = live.get(WIDGET_VIEW_MIME)
+    if isinstance(view, dict) and view.get("model_id"):
+        bundle[WIDGET_MIME] = {
+            "model_id": view["model_id"],
+            "html": static[TEXT_HTML],
+            "text": static[TEXT_PLAIN],
+            "buttons": list(buttons),
+            "labels": widget_labels(again),
+        }
+    return bundle
 
 
 def bundle_of(item: object) -> dict[str, Any]:
