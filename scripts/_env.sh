@@ -1,4 +1,4 @@
-# Shared by scripts/demo and scripts/test: make .venv hold purra-jupyter with the given extras.
+# Shared by scripts/demo, scripts/docs and scripts/test: make .venv hold purra-jupyter with the given extras.
 # Idempotent and fast when nothing changed: a stamp records what was installed.
 set -euo pipefail
 
@@ -13,7 +13,7 @@ ensure_env() {
   local stamp=".venv/.purra-jupyter-setup"
   local want
   want="$extras $(sha256sum pyproject.toml | cut -c1-16)"
-  # The test extra includes lab, so a test setup serves the demo too.
+  # The test extra includes lab and docs, so a test setup serves the demo and the docs too.
   if [ -f "$stamp" ] && { grep -qxF "$want" "$stamp" || grep -qxF "test ${want#* }" "$stamp"; }; then
     return 0
   fi
