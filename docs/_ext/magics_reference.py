@@ -20,18 +20,19 @@ def _magics() -> list[tuple[str, str, Any]]:
     """(prefix, name, method) of each magic McpMagics registers, ``%%`` for the cell form, sorted by name."""
     from purra_jupyter.magics import McpMagics
 
-    names = {name for kind in ("line", "cell") for name in McpMagics.magics[kind]}
-    return [
-        ("%%" if name not in McpMagics.magics["line"] else "%", name, getattr(McpMagics, name)) for name in sorted(names)
-    ]
+    line = McpMagics.magics["line"]
+    names = sorted({*line, *McpMagics.magics["cell"]})
+    return [("%" if name in line else "%%", name, getattr(McpMagics, name)) for name in names]
 
 
-def _options_text(help_text: str) -> str:
-    """The usage line and the options of an argparse help text, without the description between them."""
-    usage_end = help_text.find("\n\n")
+def _options_text(parser: Any) -> str:
+    """The usage and the options of a magic's ``--help``, without the description between them (IPython's
+    formatter writes the usage as a reST literal block: its ``::`` is dropped here)."""
+    usage = parser.format_usage().strip().removeprefix("::").strip()
+    help_text = parser.format_help()
     sections = OPTION_SECTIONS.search(help_text)
     options = help_text[sections.start() :] if sections else ""
-    return f"{help_text[:usage_end].strip()}\n\n{options.rstrip()}"
+    return f"{usage}\n\n{options.rstrip()}"
 
 
 class MagicsReference(SphinxDirective):
@@ -45,8 +46,9 @@ class MagicsReference(SphinxDirective):
             title = f"``{prefix}{name}``"
             cell = " (also ``%%" + name + "``, the JSON in the cell)" if name in McpMagics.magics["cell"] else ""
             lines += [title + cell, "-" * (len(title + cell) + 4), ""]
-            lines += inspect.cleandoc(method.parser.description or "").splitlines() + [""]
-            lines += ["::", ""] + ["    " + line for line in _options_text(method.parser.format_help()).splitlines()]
+            lines += [*inspect.cleandoc(method.parser.description or "").splitlines(), ""]
+            lines += [".. code-block:: text", ""]
+            lines += [f"    {line}" for line in _options_text(method.parser).splitlines()]
             lines += [""]
         lines += ["``%config McpMagics``", "-" * 24, ""]
         for trait_name, trait in sorted(McpMagics.class_traits(config=True).items()):
