@@ -48,6 +48,6 @@ nitpick_ignore = [
     ("py:class", "CancellationSignal"),
 ]
 nitpick_ignore_regex = [
-    ("py:.*", r"(collections\.abc|pathlib|typing|datetime|concurrent\.futures)\..*"),  # the standard library
-    ("py:.*", r"(pandas|pd|anyio|mcp|purra|purra_mcp|ipywidgets|IPython|traitlets|httpx|pydantic)(\..*)?"),
+    ("py:.*", r"(collections\.abc|pathlib)\..*"),  # the standard library
+    ("py:.*", r"(pd|pandas)\..*"),  # pandas (our modules import it as pd)
 ]
