@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
@@ -71,6 +72,12 @@ def test_the_readme_is_short_shows_pip_install_and_points_only_inside_the_reposi
     for command in ("scripts/demo", "scripts/test", "scripts/docs"):
         assert (ROOT / command).exists() and os.access(ROOT / command, os.X_OK), command
     assert "Node.js 20" in README and "Python 3.11" in README
+
+
+def test_the_license_the_readme_links_is_the_mit_license_pyproject_names() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert pyproject["license"] == "MIT" and pyproject["license-files"] == ["LICENSE"]
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License\n\nCopyright (c) 2026 the purra-jupyter developers")
 
 
 def code_blocks(language: str) -> list[str]:
