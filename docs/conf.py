@@ -22,6 +22,8 @@ extensions = [
 exclude_patterns = ["_build", "jupyter_execute", "**/.ipynb_checkpoints", "notebooks/*.executed.ipynb"]
 html_theme = "furo"
 html_title = "purra-jupyter"
+html_static_path = ["_static"]
+html_css_files = ["outputs.css"]
 
 # The notebooks run at every build, on a real kernel against the demo server: a failing cell fails the build.
 nb_execution_mode = "force"
@@ -32,6 +34,10 @@ nb_merge_streams = True
 # The kit's own MIME types (application/vnd.purra.*) are drawn by its JupyterLab extension: myst-nb warns that it
 # has no renderer for them, then picks each output's text/html fallback, which a static page shows.
 suppress_warnings = ["mystnb.unknown_mime_type"]
+# A built page has no kernel: each widget output shows its static view (text/html: a pending call's tool and
+# arguments, a form's fields, the status line), as in the HTML export, and no widget script is fetched from a CDN.
+nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
+nb_ipywidgets_js: dict[str, dict[str, str]] = {}
 myst_enable_extensions = ["colon_fence"]
 myst_heading_anchors = 3
 

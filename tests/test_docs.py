@@ -40,6 +40,10 @@ def test_scripts_docs_builds_the_site_with_the_notebooks_executed(tmp_path: Path
     assert "callable under PurrA" in quickstart
     assert "The PurrA output-schema profile" in quickstart
     assert "Closed session 'changes'." in quickstart
+    # no kernel on a built page: a pending call shows its static view, never a widget error or a CDN's script
+    assert "pending: decide in a running kernel" in quickstart and "Error displaying widget" not in quickstart
+    scripts = re.findall(r'<script[^>]*\bsrc="([^"]+)"', (out / "notebooks" / "quickstart.html").read_text())
+    assert scripts and all(src.startswith("../_static/") for src in scripts), scripts
     evaluate = page_text(out / "notebooks" / "evaluate.html")
     assert "mcp-server-time" in evaluate and "Traceback" not in evaluate
     api = (out / "api.html").read_text()  # autodoc's anchors: the class and its methods, from their docstrings
