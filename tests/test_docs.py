@@ -29,8 +29,11 @@ def page_text(path: Path) -> str:
 
 def test_scripts_docs_builds_the_site_with_the_notebooks_executed(tmp_path: Path) -> None:
     out = tmp_path / "html"
-    # scripts/docs itself, with this interpreter's environment (already set up) instead of .venv
-    env = {**os.environ, "PURRA_JUPYTER_PYTHON": sys.executable}
+    # scripts/docs itself: with .venv when this is it (scripts/test's setup serves the docs), else with this
+    # interpreter's environment (a worktree sharing another checkout's environment)
+    env = dict(os.environ)
+    if Path(sys.prefix).resolve() != (ROOT / ".venv").resolve():
+        env["PURRA_JUPYTER_PYTHON"] = sys.executable
     run = subprocess.run([str(ROOT / "scripts" / "docs"), str(out)], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=600)  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr  # -W: a broken reference or a failing cell fails it
