@@ -9,6 +9,7 @@ ends within one total deadline, the session's timeout. A change to the writes di
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -99,6 +100,13 @@ class _State:
 
     def found(self, writing: bool) -> McpToolCatalog | None:
         return self.writes if writing else self.reads
+
+    def entry(self, remote: str, writing: bool) -> BindingEntry:
+        """The snapshot's entry of ``remote`` (bound, of the kind ``writing`` says)."""
+        found = self.found(writing)
+        assert found is not None
+        entries = found.snapshot.to_mapping()["entries"]
+        return BindingEntry(next(entry for entry in entries if entry["remoteName"] == remote))
 
     def of_kind(self, writing: bool) -> dict[str, Binding]:
         return {remote: binding for remote, binding in self.bindings.items() if is_write(binding) == writing}
@@ -224,7 +232,21 @@ def _guarded_validator(validator: HostScopeValidator) -> ScopeValidator:
                 f"the scope validator raised {error.__class__.__name__}: {error}; nothing was sent"
             ) from error
 
+    validate.__wrapped__ = validator  # type: ignore[attr-defined]  # what the person gave, for same_declaration
     return validate
+
+
+def same_declaration(one: Binding, other: Binding) -> bool:
+    """Whether two bindings declare the same thing (each scope validator compared as the function the person gave,
+    not its guard): binding it again, as a rerun of a notebook does, then changes nothing."""
+
+    def declared(binding: Binding) -> dict[str, Any]:
+        fields = {item.name: getattr(binding, item.name) for item in dataclasses.fields(binding)}
+        validator = fields.get("scope_validator")
+        fields["scope_validator"] = getattr(validator, "__wrapped__", validator)
+        return fields
+
+    return type(one) is type(other) and declared(one) == declared(other)
 
 
 def call_limits(limits: McpToolLimits) -> McpToolLimits:
@@ -384,7 +406,6 @@ class Bindings(HasTraits):
         or ``None`` takes ``default_identity``'s); ``options`` are ``make_binding``'s."""
         self._check_current()
         local = options.get("local_name") or default_local_name(remote)
-        _check_free(self._state.bindings, remote, local)
         note = ""
         if effect == READ:
             note = self.check_read_declaration(remote, assume_read_only=assume_read_only)
@@ -396,6 +417,11 @@ class Bindings(HasTraits):
             given = {key: value for key, value in (identity or {}).items() if value is not None}
             written = replace(default_identity(self.catalog, self.connection.name, remote, local), **given)
         binding = make_binding(remote, effect=effect, identity=written, **options)
+        existing = self._state.bindings.get(remote)
+        if existing is not None and same_declaration(existing, binding):
+            self.connection.log.add(EVENT_BIND, f"{self.label(remote)} is already bound so; kept as it was")
+            return self._state.entry(remote, is_write(binding))
+        _check_free(self._state.bindings, remote, local)
         try:
             return self.connection.request(
                 lambda client: self.add(client, remote, binding, note, assumed=assumed),
@@ -417,10 +443,7 @@ class Bindings(HasTraits):
         self.connection.log.add(
             EVENT_BIND, f"bound {self.label(remote)} as {effect_of(binding)} tool {binding.local_name}{note}"
         )
-        found = state.found(is_write(binding))
-        assert found is not None
-        entries = found.snapshot.to_mapping()["entries"]
-        return BindingEntry(next(entry for entry in entries if entry["remoteName"] == remote))
+        return state.entry(remote, is_write(binding))
 
     def unbind(self, name: str) -> None:
         """Remove the binding with local (or remote) name ``name``."""

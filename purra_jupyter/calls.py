@@ -58,6 +58,7 @@ from .wire import (
     PROTOCOL_ERROR,
     RESULT_INVALID,
     RESULT_TOO_LARGE,
+    RESULT_UNSUPPORTED,
     RUNNING,
     STALE,
     TOOL_ERROR,
@@ -74,6 +75,12 @@ EMPTY_ENVELOPE = '{"text":[],"structured":null}'  # purra-mcp's envelope on ever
 Result = Envelope | RawResult
 STOP_SECONDS = 10.0  # after an interrupt, how long the kernel waits for a write (or a batch's rows) in flight
 MAY_HAVE_HAPPENED = "the kit stopped waiting after the call was sent (a timeout, an interrupt or Cancel)"
+# The kit's note on a code purra-mcp's handler gives without words of its own.
+RESULT_NOTES = {
+    CANCELED: MAY_HAVE_HAPPENED,
+    RESULT_UNSUPPORTED: "the server answered with a content block that is not text (an image, audio or a resource), "
+    "which a PurrA envelope cannot carry; call it raw (raw=True, or %mcp_call --raw) to see every block",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +153,7 @@ class CallPlan:
                              server_text=server_text)  # fmt: skip
         return Envelope(
             server, self.local, EMPTY_ENVELOPE, code, elapsed_ms, message, server_text=server_text,
-            effect_state=effect_state,
+            effect_state=effect_state, write=self.write is not None,
         )  # fmt: skip
 
     # --- what a decision needs (a batch offers the same; see ``Call``) -------------------------------
@@ -283,11 +290,11 @@ async def _execute(plan: CallPlan, client: ClientSession) -> Result:
         message = f"purra-mcp's handler raised {error.__class__.__name__}: {error}"
         return plan.fail(HOST_ERROR, message, ms_since(started), effect_state=UNKNOWN if plan.write else NOT_STARTED)
     effect_state = str(result.effect_state.value)
-    message = MAY_HAVE_HAPPENED if result.error_code == CANCELED else ""
+    message = RESULT_NOTES.get(result.error_code or "", "")
     server_text = plan.connection.requests.server_text() if result.error_code else ""
     return Envelope(
         plan.connection.name, plan.local, result.content, result.error_code, ms_since(started), message,
-        server_text=server_text, effect_state=effect_state,
+        server_text=server_text, effect_state=effect_state, write=plan.write is not None,
     )  # fmt: skip
 
 
@@ -613,15 +620,28 @@ def argument_checker(schema: Mapping[str, Any], *, raw: bool, limits: Any) -> Ch
     from purra.structured import StructuredOutputError
 
     contract = remote_contract(schema, limits)
+    explain = raw_schema.checker(schema)
 
     def check(arguments: Any) -> Misfit | None:
         try:
             contract.validate_value(arguments)
         except StructuredOutputError as error:
-            return Misfit(error.details.get("path", "$"), f"{error.details.get('keyword', 'schema')} of the contract")
+            return _contract_misfit(error.details, explain(arguments))
         return None
 
     return check
+
+
+def _contract_misfit(details: Mapping[str, Any], schema_says: Misfit | None) -> Misfit:
+    """PurrA's refusal (its path and keyword decide), in the words the tool's own schema gives that place or the
+    object holding it (``'x' is not of type 'number'``, as on the raw path); PurrA's keyword when that schema says
+    nothing there (the contract is stricter)."""
+    path, keyword = str(details.get("path", "$")), str(details.get("keyword", "schema"))
+    if schema_says is not None and schema_says.code == INVALID_ARGUMENTS:
+        where = schema_says.path  # the same place, or the object holding it (a required property is missing)
+        if path == where or path.startswith((f"{where}.", f"{where}[")):
+            return Misfit(path, schema_says.problem, keyword=keyword)
+    return Misfit(path, f"a value PurrA's contract refuses (its '{keyword}' rule)", keyword=keyword)
 
 
 __all__ = [

@@ -265,7 +265,15 @@ class Catalog:
             "note": self.note,
             "dropped": list(self.dropped),
             "tools": [
-                {**tool.row(), "shown_name": tool.shown_name, "reasons": list(tool.reasons)} for tool in self.tools
+                {
+                    **tool.row(),
+                    "shown_name": tool.shown_name,
+                    "reasons": list(tool.reasons),
+                    # For a reader to open (the renderer folds them); bounded, as the whole listing was.
+                    "input_schema": dict(tool.input_schema),
+                    "output_schema": None if tool.output_schema is None else dict(tool.output_schema),
+                }
+                for tool in self.tools
             ],
         }
 

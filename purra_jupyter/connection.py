@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -46,6 +46,7 @@ from .wire import (
     EVENT_INITIALIZE,
     EVENT_LIST_CHANGED,
     EVENT_SDK,
+    EVENT_SETTING,
     FAILED,
     READY,
     RESULT_TOO_LARGE,
@@ -291,6 +292,14 @@ class Connection(HasTraits):
     def revision(self) -> int:
         """purra-mcp's catalog revision: how many ``tools/list_changed`` the server has sent."""
         return self._monitor.revision if self._monitor is not None else 0
+
+    def set_timeout(self, seconds: float) -> None:
+        """The default of each request and call from now on (a request already sent keeps its own): a person who
+        lowers the timeout of the notebook means the sessions it has open too."""
+        self.config = self.config.with_timeout(seconds)  # validated there
+        if self._limits is not None:
+            self._limits = replace(self._limits, timeout_ms=round(seconds * 1000))
+        self.log.add(EVENT_SETTING, f"timeout {seconds:g} s for each request and call from now on")
 
     # --- lifecycle -------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 ENVELOPE_KIND = "PurrA envelope"
 RAW_LABEL = "raw MCP result, outside the PurrA contract"
-SERVER_WORDS = "the server's error text: outside the envelope, never passed to a model"
+SERVER_WORDS = "what the server said: outside the envelope, never passed to a model"
 IMAGE_ALT = "image from the server"
 # What purra's effect state means, appended to the state where a person reads it; the other states need no note.
 EFFECT_NOTES = {
@@ -78,8 +78,15 @@ def _json_block(label: str, value: Any) -> Html:
     return tag("details", tag("summary", f"{label} ({lines} lines of JSON)"), pre(text))
 
 
+def table_columns(value: Any) -> list[str] | None:
+    """The columns of the table of ``value``'s records in the server's order (each key where it first appears);
+    the payload carries them, since a saved notebook's JSON has its keys sorted."""
+    records = records_in(value)
+    return None if records is None else [str(key) for key in dict.fromkeys(k for record in records for k in record)]
+
+
 def _table_html(records: list[dict[str, Any]]) -> Html:
-    columns = list(dict.fromkeys(key for record in records for key in record))
+    columns = table_columns(records) or []
     rows = (
         tag("tr", join(td(_cell(record.get(column)), wrapped=True) for column in columns))
         for record in records[:_PREVIEW_ROWS]
@@ -96,8 +103,12 @@ def _frame(value: Any, what: str) -> pd.DataFrame:
     import pandas as pd
 
     records = records_in(value)
+    if records is None and isinstance(value, dict):
+        records = [value]  # one object: one row
     if records is None:
-        raise McpSessionError(NOT_TABULAR, f"The structured content of {what} holds no list of records.")
+        raise McpSessionError(
+            NOT_TABULAR, f"The structured content of {what} is neither an object nor a list of records."
+        )
     return pd.DataFrame.from_records(records)
 
 
@@ -109,7 +120,9 @@ class Envelope:
     (a result flagged ``isError``, a JSON-RPC error), shown beside the envelope and never part of it: purra-mcp
     keeps remote text away from a model, a person still needs to read it. ``effect_state`` is purra's word
     on what the call did: ``committed`` (a write the server answered), ``not_started`` (nothing was sent,
-    or a read) or ``unknown`` (a write sent and then failed or cancelled: it may have happened)."""
+    or a read) or ``unknown`` (a write sent and then failed or cancelled: it may have happened). ``write`` says the
+    call was a write: only then (or when it is not ``not_started``) is the effect shown, since on a read
+    ``not_started`` would read as "did not run"."""
 
     server: str
     tool: str
@@ -119,6 +132,7 @@ class Envelope:
     message: str = ""
     server_text: str = ""
     effect_state: str = NOT_STARTED
+    write: bool = False
     _value: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -141,12 +155,17 @@ class Envelope:
         fresh: dict[str, Any] = json.loads(self.json)
         return fresh
 
+    @property
+    def shows_effect(self) -> bool:
+        return self.write or self.effect_state != NOT_STARTED
+
     def to_frame(self) -> pd.DataFrame:
         return _frame(self.structured, f"{self.tool}'s result")
 
     def __repr__(self) -> str:
         head = f"Envelope {self.server}/{self.tool}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms)"
-        lines = [head, f"  effect: {self.effect_state}{EFFECT_NOTES.get(self.effect_state, '')}"]
+        effect = f"  effect: {self.effect_state}{EFFECT_NOTES.get(self.effect_state, '')}"
+        lines = [head, *([effect] if self.shows_effect else [])]
         lines += [*(f"  {line}" for line in [self.message] if line), *_server_text_lines(self)]
         lines += [f"  text: {block}" for block in self.text]
         if self.structured is not None:
@@ -160,8 +179,15 @@ class Envelope:
             body.append(_table_html(records))
         if self.structured is not None:
             body.append(_json_block("structured", self.structured))
-        payload = {"envelope": self.to_dict(), "effectState": self.effect_state, "labels": envelope_labels()}
-        return _bundle(self, ENVELOPE_MIME, ENVELOPE_KIND, "purra-envelope", [_effect_html(self), *body], payload)
+        effect = self.effect_state if self.shows_effect else None
+        payload = {
+            "envelope": self.to_dict(),
+            "effectState": effect,
+            "columns": table_columns(self.structured),
+            "labels": envelope_labels(),
+        }
+        shown = [_effect_html(self)] if self.shows_effect else []
+        return _bundle(self, ENVELOPE_MIME, ENVELOPE_KIND, "purra-envelope", [*shown, *body], payload)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +237,11 @@ class RawResult:
         body = [_block_html(block) for block in self.content]
         if self.structured_content is not None:
             body.append(_json_block("structuredContent", self.structured_content))
-        payload = {"result": self.to_dict(), "labels": raw_result_labels()}
+        payload = {
+            "result": self.to_dict(),
+            "columns": table_columns(self.structured_content),
+            "labels": raw_result_labels(),
+        }
         return _bundle(self, RAW_RESULT_MIME, RAW_LABEL, "purra-raw-result", body, payload)
 
 

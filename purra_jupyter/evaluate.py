@@ -244,7 +244,9 @@ class Batch(HasTraits):
         changes on the loop, and says at the end how the rows ended."""
         from tqdm.auto import tqdm
 
-        with tqdm(total=len(self.to_send), desc=self.local, unit="call") as bar:
+        refused = len(self.results) - len(self.to_send)
+        what = f"{self.local} ({len(self.results)} rows, {refused} refused, not sent)" if refused else self.local
+        with tqdm(total=len(self.to_send), desc=what, unit="call") as bar:
             follow = lambda change: bar.update(change["new"] - change["old"])  # noqa: E731
             self.observe(follow, names="finished")
             try:

@@ -18,23 +18,25 @@ import shlex
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from traitlets import Enum, Float, Int
+from traitlets import Enum, Float, Int, observe
 from traitlets.config import Configurable
 
 from . import runner
 from .bindings import allow_any_scope
+from .catalog import check_digest
 from .config import OAuth, ServerConfig, load_servers
 from .errors import KEPT_APART, McpSessionError
 from .markup import join, pre, tag
 from .session import McpSession, connect, registry
 from .ui.records import TICK_SECONDS, LiveOutput, in_kernel, plain_bundle, redraw_while
-from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS
+from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS, READY, SESSION_EXISTS, STALE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -229,6 +231,34 @@ def _config_from_file(args: argparse.Namespace, *, default_timeout: float) -> Se
     return config if args.timeout is None else config.with_timeout(args.timeout)
 
 
+def _reuse(session: McpSession, config: ServerConfig, approval: str, expect_digest: str | None) -> str:
+    """Take the open ``session`` for a rerun of the ``%mcp_connect`` that opened it (same server; the timeout and
+    the approval policy may change on an open session); what changed, in words. ``mcp_session_exists`` if the
+    server differs or the session failed: a rerun must not quietly talk to another server than the line says."""
+    name = session.name
+    if replace(config, timeout=session.config.timeout) != session.config:
+        raise McpSessionError(
+            SESSION_EXISTS,
+            f"A session named '{name}' is already open with another server configuration. Add --replace to close "
+            f"it and connect anew, or close it first with %mcp_disconnect {name}.",
+        )
+    if session.state not in (READY, STALE):
+        raise McpSessionError(
+            SESSION_EXISTS,
+            f"Session '{name}' is open but {session.state} ({session.cause}). Add --replace to connect anew.",
+        )
+    check_digest(session.catalog, expect_digest)
+    changes = []
+    if config.timeout != session.config.timeout:
+        session.set_timeout(config.timeout)
+        changes.append(f"timeout now {config.timeout:g} s")
+    if approval != session.approval:
+        session.set_approval(approval)
+        changes.append(f"approval policy now '{approval}'")
+    changed = f"; {', '.join(changes)}" if changes else ""
+    return f"reusing the open session '{name}' (same server, {session.state}{changed}); --replace connects anew"
+
+
 def _variable(
     namespace: Mapping[str, Any], name: str, kind: type | tuple[type, ...] = dict, what: str = "a dict of arguments"
 ) -> Any:
@@ -300,6 +330,16 @@ def _sessions_frame(sessions: list[McpSession]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns).set_index("session")
 
 
+def _apply_to_open_sessions(setting: str, apply: Callable[[McpSession], None]) -> None:
+    """A ``%config McpMagics`` change is the notebook's wish for every session, the open ones too: say which."""
+    sessions = registry.list()
+    for session in sessions:
+        apply(session)
+    if sessions:
+        names = ", ".join(session.name for session in sessions)
+        print(f"{setting} applies to new sessions and to the open ones: {names}.")
+
+
 @magics_class
 class McpMagics(Magics, Configurable):
     """Magics for MCP sessions; ``%config McpMagics.timeout = 60`` and friends set their defaults."""
@@ -314,6 +354,14 @@ class McpMagics(Magics, Configurable):
         Magics.__init__(self, shell=shell)
         # IPython's annotations make configurables a list of shells; it holds every Configurable of the shell.
         shell.configurables.append(self)  # type: ignore[arg-type]
+
+    @observe("approval")
+    def _approval_changed(self, change: dict[str, Any]) -> None:
+        _apply_to_open_sessions(f"approval policy '{change['new']}'", lambda s: s.set_approval(change["new"]))
+
+    @observe("timeout")
+    def _timeout_changed(self, change: dict[str, Any]) -> None:
+        _apply_to_open_sessions(f"timeout {change['new']:g} s", lambda s: s.set_timeout(change["new"]))
 
     @property
     def _shell(self) -> InteractiveShell:
@@ -338,6 +386,7 @@ class McpMagics(Magics, Configurable):
     @argument("--timeout", type=float, help="seconds (default: %%config McpMagics.timeout)")
     @argument("--approval", choices=APPROVAL_POLICIES, help="approval policy (default: McpMagics.approval)")
     @argument("--expect-digest", metavar="HEX", help="fail with mcp_digest_mismatch if the catalog changed")
+    @argument("--replace", action="store_true", help="close an open session of that name first, then connect")
     def mcp_connect(self, line: str) -> McpSession | MagicHelp:
         """Open a monitored MCP session that lives across cells.
 
@@ -355,6 +404,9 @@ class McpMagics(Magics, Configurable):
 
         ``{expression}`` and ``$name`` are expanded from the notebook's variables, as in other magics, one
         word at a time: a value with spaces (a Python path) stays one argument.
+
+        Run again (Run All twice), it reuses the open session of that name when the line names the same server,
+        and says so; a line naming another server fails with ``mcp_session_exists`` unless ``--replace`` is given.
         """
         words = [self._shell.var_expand(word, depth=2) for word in _words(line)]
         args = parse(self.mcp_connect, words)
@@ -363,12 +415,15 @@ class McpMagics(Magics, Configurable):
         command = words[words.index("--") + 1 :] if "--" in words else []
         with _one_line_errors():
             config = _config(args, command, default_timeout=self.timeout)
-            with _connecting_line(config):
-                session = connect(
-                    config,
-                    approval=args.approval or self.approval,
-                    expect_digest=args.expect_digest,
-                )
+            approval = args.approval or self.approval
+            session = registry.find(config.name)
+            if session is not None and not args.replace:
+                display(plain_bundle(_reuse(session, config, approval, args.expect_digest)), raw=True)
+            else:
+                if session is not None:
+                    session.close("replaced with %mcp_connect --replace")
+                with _connecting_line(config):
+                    session = connect(config, approval=approval, expect_digest=args.expect_digest)
         display(session.status_widget())
         display(plain_bundle(f"{session.catalog.summary} — %mcp_catalog {session.name} shows the tools"), raw=True)
         return session

@@ -107,8 +107,9 @@ def table(columns: Iterable[str], rows: Iterable[Html], css_class: str | None = 
 
 
 def pre(text: str) -> Html:
-    """A monospace block of text, wrapped, never interpreted."""
-    return tag("pre", text, style="white-space:pre-wrap;text-align:left")
+    """A monospace block of text, wrapped between words (a word only when it is longer than the line; JupyterLab's
+    outputs would break anywhere), never interpreted."""
+    return tag("pre", text, style="white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere;text-align:left")
 
 
 def key_value_table(rows: Iterable[tuple[str, str]], css_class: str) -> Html:

@@ -38,11 +38,13 @@ RE2_MAX_MEMORY = 8 << 20  # bytes RE2 may use for one compiled pattern (its defa
 class Misfit:
     """Why arguments cannot be sent as they are: where (``path``, in the arguments) and what, in the kit's words;
     ``code`` is ``mcp_invalid_arguments`` when the arguments do not fit, ``mcp_schema_unsupported`` when the
-    schema is one the kit cannot check with."""
+    schema is one the kit cannot check with; ``keyword`` is the rule PurrA's contract refused by (PurrA path only).
+    """
 
     path: str
     problem: str
     code: str = INVALID_ARGUMENTS
+    keyword: str = ""
 
 
 Check = Callable[[Any], Misfit | None]

@@ -39,6 +39,7 @@ from .wire import (
     CONNECTING,
     CONNECTION_CLOSED,
     EVENT_CONNECT,
+    EVENT_SETTING,
     HTTP,
     MEMORY,
     SESSION_EXISTS,
@@ -69,7 +70,7 @@ class McpSession(HasTraits):
     def __init__(self, connection: Connection, bindings: Bindings, *, approval: str) -> None:
         super().__init__()
         self.connection = connection
-        self.approval = approval
+        self._approval = approval
         self._bindings = bindings
         dlink((connection, "state"), (self, "state"))
         dlink((bindings, "count"), (self, "bound_count"))
@@ -139,6 +140,23 @@ class McpSession(HasTraits):
         connection.log.add(EVENT_CONNECT, "reauthorizing: the tokens were forgotten")
         runner.run(connection.link.forget_authorization)
         connection.request(_ping, timeout=Deadline(self.config.timeout, "reauthorizing"))
+
+    @property
+    def approval(self) -> str:
+        """The approval policy of this session's calls: ``prompt``, ``auto`` or ``deny``."""
+        return self._approval
+
+    def set_approval(self, policy: str) -> None:
+        """Change the approval policy of the calls from now on (a call already waiting keeps its widget)."""
+        check_approval(policy)
+        self._approval = policy
+        self.connection.log.add(
+            EVENT_SETTING, AUTO_APPROVAL_NOTE if policy == "auto" else f"approval policy '{policy}'"
+        )
+
+    def set_timeout(self, seconds: float) -> None:
+        """The default timeout (seconds) of each request and call from now on."""
+        self.connection.set_timeout(seconds)
 
     def close(self, cause: str = "closed by user") -> None:
         """End the session and its server process. Idempotent; from a state observer (the loop thread) the
@@ -273,11 +291,11 @@ class McpSession(HasTraits):
         return self._decide(batch, approve) if batch.waiting else batch.to_frame()
 
     def _decide(self, job: Any, approve: bool | None) -> Any:
-        if needs_a_person(approve, self.approval, job.may_write):
+        if needs_a_person(approve, self._approval, job.may_write):
             from .ui.approval import PendingCall  # the widgets load with the first widget (ipywidgets is slow)
 
             return PendingCall(job)
-        return decide(Call(job), approve=approve, policy=self.approval)
+        return decide(Call(job), approve=approve, policy=self._approval)
 
     def form(self, tool: str) -> SchemaForm:
         """An argument form for ``tool``, generated from its input schema; its "Review call" button
@@ -373,6 +391,11 @@ class SessionRegistry:
             )
         return session
 
+    def find(self, name: str) -> McpSession | None:
+        """The open session named ``name``, if there is one."""
+        with self._lock:
+            return self._sessions.get(name)
+
     def list(self) -> list[McpSession]:
         with self._lock:
             return sorted(self._sessions.values(), key=lambda s: s.name)
@@ -404,8 +427,7 @@ def connect(
     """
     if not isinstance(config, ServerConfig):
         raise McpSessionError(CONFIG_INVALID, "connect() takes a ServerConfig (see pj.ServerConfig, pj.load_servers).")
-    if approval not in APPROVAL_POLICIES:
-        raise McpSessionError(CONFIG_INVALID, f"approval must be one of {', '.join(APPROVAL_POLICIES)}.")
+    check_approval(approval)
     if limits is not None:  # (not imported otherwise: a stdio server starts before the SDK is imported)
         from purra_mcp import McpToolLimits
 
@@ -418,11 +440,7 @@ def connect(
         deadline = Deadline(config.timeout, "connecting")
         connection.open(deadline)
         if approval == "auto":
-            connection.log.add(
-                EVENT_CONNECT,
-                "approval policy 'auto': every read call of this session is approved (a write, or a tool its server "
-                "hints writes, still asks)",
-            )
+            connection.log.add(EVENT_CONNECT, AUTO_APPROVAL_NOTE)
         try:
             catalog = connection.request(lambda client: _first_catalog(connection, client), timeout=deadline)
             check_digest(catalog, expect_digest)
@@ -432,6 +450,11 @@ def connect(
         session = McpSession(connection, Bindings(connection, catalog), approval=approval)
         registry.add(session)
     return session
+
+
+def check_approval(policy: str) -> None:
+    if policy not in APPROVAL_POLICIES:
+        raise McpSessionError(CONFIG_INVALID, f"approval must be one of {', '.join(APPROVAL_POLICIES)}.")
 
 
 def transport_for(config: ServerConfig) -> Transport:
@@ -455,6 +478,12 @@ async def _first_catalog(connection: Connection, client: Any) -> Catalog:
     connection.mark_current(catalog.revision)
     connection.check_usable()  # a connection that failed while listing (garbage on stdout) fails connect
     return catalog
+
+
+AUTO_APPROVAL_NOTE = (
+    "approval policy 'auto': every read call of this session is approved (a write, or a tool its server hints "
+    "writes, still asks)"
+)
 
 
 # What a first connect imports that takes seconds (``import mcp`` alone does, here): warmed in a thread of its own

@@ -46,6 +46,7 @@ CATALOG_LIMIT = "mcp_catalog_limit_exceeded"
 SCHEMA_UNSUPPORTED = "mcp_schema_unsupported"  # also: a raw call's schema the kit cannot check arguments with
 INVALID_ARGUMENTS = "mcp_invalid_arguments"
 RESULT_INVALID = "mcp_result_invalid"
+RESULT_UNSUPPORTED = "mcp_result_unsupported"  # a content block that is not text, which an envelope cannot carry
 RESULT_TOO_LARGE = "mcp_result_too_large"
 TOOL_ERROR = "mcp_tool_error"
 CONNECTION_CLOSED = "mcp_connection_closed"
@@ -90,6 +91,7 @@ EVENT_ERROR = "error"
 EVENT_CANCEL = "cancel"  # a request the kit stopped waiting for, and the late answers it discards
 EVENT_SDK = "sdk"  # a record of the MCP SDK's own logging, with its level
 EVENT_CLOSE = "close"
+EVENT_SETTING = "setting"  # a policy or timeout changed on an open session
 
 # Transports.
 STDIO = "stdio"

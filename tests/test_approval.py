@@ -47,6 +47,8 @@ def test_approve_by_click_runs_the_call_once_and_shows_the_result(demo: pj.McpSe
     assert envelope["envelope"] == pending.result.to_dict()
     assert envelope["decision"]["state"] == "approved" and envelope["decision"]["how"] == "approved by a click"
     assert envelope["decision"]["argumentsDigest"] == pending.arguments_digest
+    assert envelope["decision"]["arguments"] == {"text": "<b>hi</b>"}  # what was sent, for the renderer to show
+    assert envelope["decision"]["argumentsLabel"] == "arguments (sent exactly as shown):"
     assert record["text/plain"].startswith("approved (approved by a click) at ")
     assert "&lt;b&gt;hi&lt;/b&gt;" in record["text/html"] and "<b>hi</b>" not in record["text/html"]
     assert pending.widget.status.value.endswith(">approved</span>")

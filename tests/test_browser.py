@@ -740,6 +740,97 @@ def test_notebook_7_draws_our_renderers_and_an_approval_click_settles(tmp_path: 
             raise
 
 
+# --- a record's arguments, and a catalog that fits its area ------------------------------------------------------
+
+AREA = 950  # px: the notebook area's width the catalog must fit (the issue's 953 px, file browser open)
+LONG = 200  # characters of one unbroken tool name (over the 128 PurrA binds: it also gets a reason)
+FIT_CELLS = {
+    "connect": "import sys\nimport purra_jupyter as pj\n"
+    'demo = pj.connect(pj.ServerConfig("demo", command=sys.executable, args=["-m", "purra_jupyter.demo"]))',
+    "pending": 'pending = demo.call("search_documents", {"query": "what was sent", "limit": 3})\npending',
+    "catalog": (
+        f'wide = pj.connect(pj.ServerConfig("wide", command=sys.executable, args=[{str(RAW_SERVER)!r}, '
+        f'"--tools", "3", "--long-name", "{LONG}", "--description-bytes", "400"]))\nwide.catalog'
+    ),
+}
+
+# Whether each node's content fits its width: the catalog, its output area, and the notebook's scrolled node.
+OVERFLOW_JS = """(catalog) => {
+    const nodes = {
+        catalog,
+        output: catalog.closest('.jp-OutputArea-output'),
+        outputArea: catalog.closest('.jp-OutputArea'),
+        notebook: catalog.closest('.jp-WindowedPanel-outer, .jp-Notebook'),
+    };
+    return Object.fromEntries(Object.entries(nodes).map(
+        ([name, node]) => [name, node ? [node.scrollWidth, node.clientWidth] : null]));
+}"""
+
+
+def fit_notebook_area(browser: Browser, width: int) -> int:
+    """Resize the page until the open notebook's panel is ``width`` px wide (the side bars stay); its width."""
+    page = browser.page
+    measure = "() => window.jupyterapp.shell.currentWidget.node.clientWidth"
+    for _ in range(4):
+        area = page.evaluate(measure)
+        if abs(area - width) <= 2:
+            break
+        viewport = page.viewport_size or {"width": 1400, "height": 1600}
+        page.set_viewport_size({"width": viewport["width"] + width - area, "height": viewport["height"]})
+        page.wait_for_function(f"() => ({measure})() !== {area}", timeout=STEP)
+    return page.evaluate(measure)
+
+
+@pytest.mark.parametrize("ui", ["lab", "notebook"])
+def test_a_record_shows_its_arguments_and_the_catalog_fits_and_searches(
+    ui: str, tmp_path: Path, browser: Browser
+) -> None:
+    """In JupyterLab and Notebook 7: the record of an approved call shows the arguments sent (folded, the digest
+    kept); a catalog with an unbroken 200-character name and description, its reasons and schemas open, has no
+    horizontal scroll in a 950 px notebook area; its search narrows the rows."""
+    page = browser.page
+    cell = lambda name: page.locator(".jp-Notebook .jp-Cell").nth(list(FIT_CELLS).index(name))  # noqa: E731
+    with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
+        notebook = nbformat.v4.new_notebook()
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        notebook.cells = [nbformat.v4.new_code_cell(source) for source in FIT_CELLS.values()]
+        nbformat.write(notebook, lab.root / "fit.ipynb")
+        try:
+            open_notebook(browser, lab, "fit.ipynb", ui=ui)
+            run_all(browser)
+            cell("pending").locator(".purra-approval").get_by_role("button", name="Approve").click()
+            record = cell("pending").locator(ENVELOPE)
+            expect(record.locator(".jp-PurraRenderer-decision")).to_contain_text("arguments digest", timeout=STEP)
+            arguments = record.locator(".jp-PurraRenderer-arguments")
+            expect(arguments.locator("summary").first).to_contain_text("arguments (sent exactly as shown):")
+            arguments.locator("summary").first.click()
+            expect(arguments).to_contain_text('"what was sent"')
+            expect(arguments).to_contain_text("limit: 3")
+
+            catalog = cell("catalog").locator(CATALOG)
+            expect(catalog.locator("tbody tr")).to_have_count(3, timeout=STEP)
+            assert fit_notebook_area(browser, AREA) == AREA
+            for summary in catalog.locator("tbody summary").all():  # reasons, long description, schemas: open
+                summary.click()
+            expect(catalog.locator("tbody details[open]")).to_have_count(catalog.locator("tbody details").count())
+            expect(catalog).to_contain_text("additionalProperties: false")  # a schema, opened
+            sizes = catalog.evaluate(OVERFLOW_JS)
+            assert all(size is not None and size[0] <= size[1] for size in sizes.values()), sizes
+            browser.screenshot(f"{ui}-catalog-fits-{AREA}", cell("catalog"))
+
+            search = catalog.get_by_role("searchbox")
+            search.fill("tool_002")
+            expect(catalog.locator("tbody tr:not([hidden])")).to_have_count(1)
+            expect(catalog.locator("tbody tr:not([hidden]) code")).to_have_text("tool_002")
+            search.fill("long_n")
+            expect(catalog.locator("tbody tr:not([hidden]) code")).to_have_text("long_" + "n" * (LONG - 5))
+            expect(catalog).to_contain_text("showing 1 of 3")
+            assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
+        except BaseException:
+            browser.report_failure(f"{ui}-fit-failure", lab)
+            raise
+
+
 # --- the kit's words, carried by each saved payload ----------------------------------------------------------
 
 # Labels as a notebook may hold them: as saved now, absent (saved before payloads carried them), or not strings.

@@ -60,9 +60,11 @@ def test_an_ok_envelope_with_text_structured_and_a_table(demo: pj.McpSession) ->
     assert list(frame.columns) == ["id", "title", "score"] and len(frame) == len(envelope.structured["hits"])
     assert envelope.elapsed_ms > 0
     assert demo.catalog["search_documents"].bound_as == "search_documents"  # bound by the approved call
+    one = demo.call("echo", {"text": "x"}, approve=True).to_frame()  # one object: one row
+    assert one.to_dict("records") == [{"text": "x"}]
     with pytest.raises(pj.McpSessionError) as caught:
-        demo.call("echo", {"text": "x"}, approve=True).to_frame()
-    assert caught.value.code == "mcp_result_not_tabular"
+        RawResult("demo", "tiny_image", structured_content=None).to_frame()
+    assert caught.value.code == "mcp_result_not_tabular" and "neither an object nor" in caught.value.message
 
 
 def test_the_envelope_equals_what_purras_registration_returns(demo: pj.McpSession) -> None:
@@ -102,6 +104,29 @@ def test_tool_failures_come_back_as_envelopes_with_purras_code(
     assert "boom" not in envelope.json  # ... it is shown beside it, as the server's text
     assert ("boom" in envelope.server_text) == (tool == "fail")
     assert any(f"{tool} (purra)" in row.detail and code in row.detail for row in demo.log.events("call"))
+    if code == "mcp_result_unsupported":  # purra-mcp gives no words: the kit says what and where to look
+        assert "not text" in envelope.message and "raw=True, or %mcp_call --raw" in envelope.message
+
+
+def test_a_read_shows_no_effect_line_and_a_write_does(demo: pj.McpSession) -> None:
+    """``not_started`` on a read that ran would read as "did not run": the effect is a write's line only."""
+    read = demo.call("echo", {"text": "x"}, approve=True)
+    assert read.ok and "effect:" not in repr(read) and "purra-effect" not in read._repr_mimebundle_()["text/html"]
+    assert read._repr_mimebundle_()[ENVELOPE_MIME]["effectState"] is None
+    demo.bind("add_note", effect="write", scope_validator=pj.allow_any_scope)
+    write = demo.call("add_note", {"text": "x"}, approve=True)
+    assert "effect: committed" in repr(write) and write._repr_mimebundle_()[ENVELOPE_MIME]["effectState"] == "committed"
+    refused = demo.call("add_note", {"text": 5}, approve=True)  # nothing sent: for a write, that is news
+    assert refused.error_code == "mcp_invalid_arguments" and "effect: not_started" in repr(refused)
+    assert "5 is not of type 'string'" in refused.message, refused.message  # the schema's words, as raw says
+
+
+def test_the_status_line_says_a_close_ended_the_session_not_an_error() -> None:
+    session = pj.connect(demo_in_memory("closing"))
+    status = session.status_widget()
+    assert "last error: none" in status.text
+    session.close("closed with %mcp_disconnect")
+    assert "ended: closed with %mcp_disconnect" in status.text and "last error" not in status.text
 
 
 @pytest.mark.parametrize(

@@ -298,4 +298,7 @@ def test_the_catalog_payload_carries_the_kits_fixed_words_apart_from_its_data(de
     assert payload["labels"] == catalog_labels() == labels
     assert {key: value for key, value in payload.items() if key != "labels"} == catalog.to_json()
     assert "labels" not in catalog.to_json()
+    tools = {tool["tool"]: tool for tool in payload["tools"]}
+    assert tools["echo"]["input_schema"] == dict(catalog["echo"].input_schema)  # a reader can open the schemas
+    assert all(tool["output_schema"] == catalog[name].output_schema for name, tool in tools.items())
     assert CALLABLE_UNDER in catalog.summary and NOT_CALLABLE in repr(catalog)  # the demo's greet is not callable

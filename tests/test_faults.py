@@ -17,6 +17,7 @@ import pytest
 from conftest import HANG_GUARD, SERVERS, children, demo_config, raw_config, wait_until
 
 import purra_jupyter as pj
+from purra_jupyter.errors import KEPT_APART
 from purra_jupyter.ui.approval import PendingCall
 
 TIMEOUT = 2.0  # each faulty session's configured timeout, in seconds
@@ -121,7 +122,7 @@ def test_a_non_json_line_fails_the_session_once_and_quietly(
     with pytest.raises(pj.McpSessionError):
         session.ping()
     assert "this line is not JSON-RPC" not in session.cause  # the server's line is in the log, never in a message
-    assert "its line is kept apart from this message, as its server_text, and in the session log" in session.cause
+    assert f"its line is {KEPT_APART}, and in the session log" in session.cause
     with pytest.raises(pj.McpSessionError) as again:
         session.ping()
     assert "this line is not JSON-RPC" in again.value.server_text  # what the server sent, apart from the message
@@ -146,7 +147,7 @@ def test_a_line_that_is_not_utf8_fails_the_session_with_the_line_in_the_log(no_c
     with pytest.raises(pj.McpSessionError) as caught:
         session.ping()
     assert caught.value.code == "mcp_connection_closed"
-    assert "not valid JSON-RPC (its line is kept apart from this message, as its server_text" in session.cause
+    assert f"not valid JSON-RPC (its line is {KEPT_APART}" in session.cause
     [row] = [row for row in session.log if "not UTF-8" in row.detail]
     assert "not UTF-8: \ufffd\ufffd" in row.detail  # the bytes shown as text
     assert session.state == "failed"

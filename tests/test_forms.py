@@ -88,7 +88,7 @@ def test_every_keyword_family_produces_contract_valid_arguments() -> None:
     fields = form.fields
     assert "*" in fields["$.query"].label.value and "*" not in fields["$.ratio"].label.value
     assert "Words to &lt;find&gt;." in fields["$.query"].help.value
-    assert fields["$.limit"].input.placeholder == "integer ≥ 1 ≤ 10"
+    assert fields["$.limit"].input.placeholder == "integer from 1 to 10"
     fields["$.query"].input.value = "mcp"
     fields["$.limit"].input.value = "5"
     fields["$.ratio"].input.value = "0.5"
@@ -146,7 +146,7 @@ def test_an_out_of_range_number_shows_its_path_and_blocks_review() -> None:
     form.fields["$.limit"].input.value = "50"
     assert form.arguments() is None and form.review_button.disabled
     error = form.fields["$.limit"].error.value  # in words, the path and keyword only as a hint on hover
-    assert ">at most 10</span>" in error and "title='$.limit: maximum of the contract'" in error
+    assert ">at most 10</span>" in error and "title='$.limit: 50 is greater than the maximum of 10'" in error
     assert form.problem.value == ""  # shown once: at the field
     form.fields["$.limit"].input.value = "abc"
     assert "not an integer" in form.fields["$.limit"].error.value

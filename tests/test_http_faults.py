@@ -219,7 +219,7 @@ def test_rate_limited_says_when_to_retry_and_status_texts_are_scrubbed(
         # The server's body quotes the Authorization header it got: kept apart from the message (which is shown
         # where URLs become links) as the result's server_text, scrubbed.
         assert "HTTP 503" in result.message and "upstream exploded" not in result.message, result.message
-        assert "as its server_text" in result.message
+        assert "as what the server said" in result.message
         assert "upstream exploded" in result.server_text and "Authorization: ***" in result.server_text
     assert_clean([result.message, result.server_text, *session_texts(session)], capfd)
 
@@ -362,7 +362,7 @@ def test_what_a_server_sent_is_kept_apart_from_the_message(server: FaultServer) 
     with pj.connect(config(server, "html", "call")) as session:
         page = session.call("echo", {"text": "fault"}, approve=True)
     assert page.error_code == "mcp_protocol_error" and "text/html" not in page.message
-    assert page.server_text.startswith("text/html") and "as its server_text" in page.message
+    assert page.server_text.startswith("text/html") and "as what the server said" in page.message
     with pj.connect(config(server, "not-jsonrpc", "call")) as session:
         body = session.call("echo", {"text": "fault"}, raw=True, approve=True)
     assert "that is not JSON-RPC" in body.message and body.server_text and body.server_text not in body.message

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 import zipfile
+from importlib.metadata import version
 from pathlib import Path
 
 from purra_jupyter.catalog import catalog_labels
@@ -13,13 +15,15 @@ from purra_jupyter.envelope import envelope_labels, raw_result_labels
 
 ROOT = Path(__file__).parent.parent
 NAME = "purra-jupyter-renderers"
+# The one version: labextension/package.json's, which pyproject.toml reads (hatch-nodejs-version).
+VERSION = json.loads((ROOT / "labextension" / "package.json").read_text())["version"]
 
 
 def test_jupyter_lists_the_extension_enabled_and_ok() -> None:
     jupyter = Path(sys.executable).parent / "jupyter"
     listed = subprocess.run([str(jupyter), "labextension", "list"], capture_output=True, text=True, check=True)
     text = re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)
-    assert re.search(rf"{NAME} v0\.1\.0 enabled\s+OK \(python, purra-jupyter\)", text), text
+    assert re.search(rf"{NAME} v{re.escape(VERSION)} enabled\s+OK \(python, purra-jupyter\)", text), text
 
 
 def test_the_wheel_carries_the_prebuilt_extension(tmp_path: Path) -> None:
@@ -30,9 +34,24 @@ def test_the_wheel_carries_the_prebuilt_extension(tmp_path: Path) -> None:
     )
     [wheel] = tmp_path.glob("purra_jupyter-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    prefix = f"purra_jupyter-0.1.0.data/data/share/jupyter/labextensions/{NAME}/"
+    prefix = f"purra_jupyter-{VERSION}.data/data/share/jupyter/labextensions/{NAME}/"
     assert f"{prefix}package.json" in names and f"{prefix}install.json" in names
     assert any(name.startswith(f"{prefix}static/remoteEntry.") for name in names)
+
+
+def test_the_version_is_written_in_one_tracked_file() -> None:
+    """package.json holds it; the Python package's metadata reads it from there, so no second copy can drift."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    pattern = re.compile(rf"(?<![\w.]){re.escape(VERSION)}(?![\w.])")
+    holders = [
+        name
+        for name in tracked
+        if not name.endswith((".lock", "-lock.json", ".whl"))
+        and (ROOT / name).is_file()
+        and pattern.search((ROOT / name).read_text(errors="replace"))
+    ]
+    assert holders == ["labextension/package.json"], holders
+    assert version("purra-jupyter") == VERSION
 
 
 def test_no_html_injection_point_in_the_renderer_source() -> None:

@@ -279,10 +279,55 @@ def test_runtime_failures_are_session_errors_in_magic_words(
 ) -> None:
     with pytest.raises(pj.McpSessionError, match="mcp_binding_missing"):
         ip.run_line_magic("mcp_call", "demo no_such_tool --yes {}")
-    text = one_line_error(ip, f"%mcp_connect {DEMO}", capsys)
-    assert text.startswith("McpSessionError: mcp_session_exists") and "%mcp_sessions lists them" in text
+    text = one_line_error(ip, f"%mcp_connect demo --env MODE=other -- {DEMO.split(' -- ')[1]}", capsys)
+    assert text.startswith("McpSessionError: mcp_session_exists") and "another server configuration" in text, text
+    assert "--replace" in text and "%mcp_disconnect demo" in text, text
     text = one_line_error(ip, '%mcp_call demo greet {"name": "Ada"}', capsys)
     assert text.startswith("McpSessionError: mcp_schema_unsupported") and "Explore it with --raw" in text
+
+
+def test_a_rerun_connect_reuses_the_open_session_and_replace_connects_anew(
+    ip: InteractiveShell, demo: pj.McpSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    again = ip.run_line_magic("mcp_connect", DEMO)
+    assert again is demo and demo.state == "ready"
+    assert "reusing the open session 'demo' (same server, ready)" in capsys.readouterr().out
+    changed = ip.run_line_magic("mcp_connect", DEMO.replace(" --", " --timeout 7 --approval auto --", 1))
+    assert changed is demo and demo.config.timeout == 7 and demo.approval == "auto"
+    assert "timeout now 7 s, approval policy now 'auto'" in capsys.readouterr().out
+    with pytest.raises(pj.McpSessionError, match="mcp_digest_mismatch"):
+        ip.run_line_magic("mcp_connect", DEMO.replace(" --", f" --expect-digest {'0' * 64} --", 1))
+    replaced = ip.run_line_magic("mcp_connect", DEMO.replace(" --", " --replace --", 1))
+    try:
+        assert replaced is not demo and replaced.state == "ready" and demo.state == "closed"
+        assert demo.cause == "replaced with %mcp_connect --replace"
+        assert pj.sessions() == [replaced]
+    finally:
+        replaced.close()
+
+
+def test_config_changes_apply_to_open_sessions_and_say_so(
+    ip: InteractiveShell, demo: pj.McpSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo.bind("sleep")
+    capsys.readouterr()
+    ip.run_line_magic("config", 'McpMagics.approval = "auto"')
+    try:
+        assert "approval policy 'auto' applies to new sessions and to the open ones: demo." in capsys.readouterr().out
+        envelope = ip.run_line_magic("mcp_call", 'demo echo {"text": "no widget"}')
+        assert isinstance(envelope, Envelope) and envelope.ok, envelope
+        assert any("'auto'" in entry.detail for entry in demo.log.events("setting"))
+    finally:
+        ip.run_line_magic("config", 'McpMagics.approval = "prompt"')
+    assert demo.approval == "prompt"
+    ip.run_line_magic("config", "McpMagics.timeout = 1")
+    try:
+        assert "timeout 1 s applies to new sessions and to the open ones: demo." in capsys.readouterr().out
+        assert demo.call("sleep", {"seconds": 5}, approve=True).error_code == "mcp_timeout"
+    finally:
+        ip.run_line_magic("config", "McpMagics.timeout = 30")
+    assert demo.config.timeout == 30
 
 
 def test_disconnect_confirms_and_a_closed_name_says_closed_not_unknown(

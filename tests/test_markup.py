@@ -106,7 +106,8 @@ def test_trusted_takes_a_renderers_html_as_it_is() -> None:
 
 
 def test_the_helpers() -> None:
-    assert pre(HOSTILE) == "<pre style='white-space:pre-wrap;text-align:left'>&lt;img src=x onerror=alert(1)&gt;</pre>"
+    wrapped = "white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere;text-align:left"  # between words
+    assert pre(HOSTILE) == f"<pre style='{wrapped}'>&lt;img src=x onerror=alert(1)&gt;</pre>"
     assert th("<h>") == f"<th style='{CELL}'>&lt;h&gt;</th>"
     assert td("v", wrapped=True) == f"<td style='{WRAPPED_CELL}'>v</td>"
     assert key_value_table([("k<", "v'")], "purra-x") == (

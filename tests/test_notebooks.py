@@ -120,3 +120,32 @@ def test_a_call_decided_later_leaves_its_record_in_its_own_cell() -> None:
         assert output["data"]["text/plain"].startswith(f"{word} ({how}) at ")
     assert approved["data"]["application/vnd.purra.envelope+json"]["errorCode"] is None
     assert denied["data"]["application/vnd.purra.envelope+json"]["errorCode"] == "mcp_approval_denied"
+
+
+def test_run_all_twice_in_one_kernel_then_auto_approval_reads_without_a_widget() -> None:
+    """A person's Run All, twice in one kernel: the second run reuses the open ``demo`` session instead of
+    stopping at ``%mcp_connect``; then ``%config McpMagics.approval = "auto"`` applies to that open session."""
+    import nbclient
+
+    notebook = nbformat.read(ROOT / "notebooks" / "quickstart.ipynb", as_version=4)
+    cells = list(enumerate(notebook.cells))
+    client = nbclient.NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": "notebooks"}}
+    )
+    with client.setup_kernel():
+        for _ in range(2):
+            for index, cell in cells:
+                client.execute_cell(cell, index)  # raises CellExecutionError on an error in the cell
+        connect = next(cell for _, cell in cells if cell.source.startswith("demo = %mcp_connect"))
+        assert "reusing the open session 'demo'" in plain_and_streams(connect.outputs)
+        extra = nbformat.v4.new_code_cell(
+            '%config McpMagics.approval = "auto"\n'
+            'auto = %mcp_call demo search_documents {"query": "PurrA", "limit": 1}\n'
+            "auto.ok, auto.structured['hits'][0]['id']"
+        )
+        notebook.cells.append(extra)
+        client.execute_cell(extra, len(notebook.cells) - 1)
+    shown = [output.get("data", {}) for output in extra.outputs]
+    assert not [data for data in shown if "application/vnd.jupyter.widget-view+json" in data], shown
+    assert "applies to new sessions and to the open ones: demo" in plain_and_streams(extra.outputs)
+    assert "(True, " in plain(extra.outputs), extra.outputs

@@ -58,7 +58,7 @@ def test_stdio_server_text_is_scrubbed_of_the_env_secret() -> None:
         assert envelope.error_code == "mcp_protocol_error" and envelope.to_dict() == {"text": [], "structured": None}
         assert "***" in envelope.server_text  # the server's words beside the envelope, scrubbed too
         timed_out = session.call("tool_000", {"x": "mute"}, raw=True, approve=True, timeout=0.5)
-        assert timed_out.error_code == "mcp_timeout" and "as its server_text" in timed_out.message
+        assert timed_out.error_code == "mcp_timeout" and "as what the server said" in timed_out.message
         assert "***" in timed_out.server_text and "RAW_TOKEN" in timed_out.server_text  # the stderr tail, scrubbed
         texts = surfaces(session)
         texts.update(

@@ -435,11 +435,11 @@ class ApprovalMachine(RuleBasedStateMachine):
     def call_with_prompt(self, tool: str, policy: str) -> None:
         """A call no code decided: under ``prompt`` every one waits; under ``auto`` a write still does."""
         text = self._text()
-        self.session.approval = policy
+        self.session.set_approval(policy)
         try:
             result = self.session.call(tool, {"text": text})
         finally:
-            self.session.approval = "prompt"
+            self.session.set_approval("prompt")
         if not self.ready:
             return self._refused(result)
         if policy == "auto" and tool == "echo":
@@ -501,8 +501,7 @@ class ApprovalMachine(RuleBasedStateMachine):
         expected = (
             "mcp_connection_closed" if self.closed
             else "mcp_catalog_stale" if self.stale
-            else "mcp_binding_invalid" if self.bound  # already bound
-            else None
+            else None  # bound anew, or already bound so: kept (a rerun)
         )  # fmt: skip
         try:
             self.session.bind("echo")

@@ -125,7 +125,7 @@ def test_cancel_on_a_running_write_settles_it_unknown(demo: pj.McpSession) -> No
     pending.widget.cancel_button.click()
     wait_until(lambda: pending.state == "done", what="the cancelled write to settle")
     assert (pending.result.error_code, pending.result.effect_state) == ("mcp_canceled", "unknown")
-    assert pending._repr_mimebundle_()["text/plain"].startswith("failed (approved by a click)")
+    assert pending._repr_mimebundle_()["text/plain"].startswith("cancelled (approved by a click)")
 
 
 def test_a_batch_of_writes_needs_one_approval_and_runs_one_row_at_a_time(demo: pj.McpSession) -> None:
@@ -222,6 +222,10 @@ def test_a_write_binding_needs_a_scope_validator_and_a_valid_identity(demo: pj.M
     with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("echo", local_name="note")  # reads and writes share the names a host registers
     assert caught.value.code == "mcp_name_conflict"
+    before = demo.write_bindings
+    again = demo.bind("add_note", effect="write", scope_validator=pj.allow_any_scope, local_name="note")  # a rerun
+    assert again["localName"] == "note" and demo.write_bindings == before
+    assert "is already bound so; kept as it was" in demo.log.events("bind")[-1].detail
     with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("add_note", effect="write", scope_validator=pj.allow_any_scope)
     assert caught.value.code == "mcp_binding_invalid" and "already bound as write tool 'note'" in caught.value.message

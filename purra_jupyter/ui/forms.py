@@ -19,7 +19,7 @@ from IPython.display import display
 from ..calls import argument_checker
 from ..catalog import ToolVerdict
 from ..markup import ERROR_COLOR, join, tag
-from ..raw_schema import Check
+from ..raw_schema import Check, Misfit
 from .approval import PendingCall
 from .records import LiveOutput, bundle_of, plain_bundle
 
@@ -72,7 +72,7 @@ class Field:
 class TextField(Field):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.input = widgets.Text(placeholder=_bounds(self.schema, "minLength", "maxLength", "characters"))
+        self.input = widgets.Text(placeholder=_span(self.schema, "minLength", "maxLength", "characters"))
         self.watch(self.input)
         self.widget = self.box(self.input)
 
@@ -88,7 +88,9 @@ class NumberField(Field):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.integer = self.schema.get("type") == "integer"
-        self.input = widgets.Text(placeholder=("integer " if self.integer else "number ") + _range(self.schema))
+        self.input = widgets.Text(
+            placeholder=_span(self.schema, "minimum", "maximum", "integer" if self.integer else "number")
+        )
         self.watch(self.input)
         self.widget = self.box(self.input)
 
@@ -334,14 +336,11 @@ class SchemaForm(widgets.VBox):
                 assert self.root is not None  # a form without an editor has its fields
                 value = self.root.value()
         except FieldError as error:
-            self._show_problem(error.path, str(error))
+            self._show_problem(Misfit(error.path, str(error)))
             return None
         found = self.check(value)
-        if found is not None:
-            self._show_problem(found.path, found.problem)
-            return None
-        self._show_problem(None, "")
-        return value
+        self._show_problem(found)
+        return value if found is None else None
 
     def changed(self, touched: str | None = None) -> None:
         """Check the arguments again; ``touched`` is the path of the field a person just edited."""
@@ -351,18 +350,19 @@ class SchemaForm(widgets.VBox):
             return
         self.review_button.disabled = self.arguments() is None
 
-    def _show_problem(self, path: str | None, problem: str) -> None:
+    def _show_problem(self, misfit: Misfit | None) -> None:
         """One place for the problem: in words next to its field once a person edited it (the path and the
-        contract's keyword as a hint on hover), else as a quiet line saying what Review waits for."""
-        self.problem_path = path
+        problem as a hint on hover), else as a quiet line saying what Review waits for."""
+        self.problem_path = misfit.path if misfit is not None else None
         for each in self.fields.values():
             each.error.value = ""
         self.problem.value = ""
-        if path is None:
+        if misfit is None:
             return
+        path = misfit.path
         field = _nearest(self.fields, path)
-        words = in_words(problem, field.schema if field is not None else {})
-        hint = f"{path}: {problem}"
+        words = in_words(misfit, field.schema if field is not None else {})
+        hint = f"{path}: {misfit.problem}"
         if field is not None and self._was_touched(field.path):
             field.error.value = str(tag("span", words, style=f"color:{ERROR_COLOR}", title=hint))
         else:
@@ -479,12 +479,11 @@ def required_template(schema: Mapping[str, Any]) -> dict[str, Any]:
     return template
 
 
-def in_words(problem: str, schema: Mapping[str, Any]) -> str:
-    """A contract's refusal (``"maximum of the contract"``) in words for the field's schema (``"at most 10"``);
-    a problem already in words is kept."""
-    keyword = problem.removesuffix(" of the contract")
-    words = _WORDS.get(keyword)
-    return words(schema) if words is not None and keyword != problem else problem
+def in_words(misfit: Misfit, schema: Mapping[str, Any]) -> str:
+    """A contract's refusal by a rule (``maximum``) in words for the field's schema (``"at most 10"``); else the
+    problem as it is said."""
+    words = _WORDS.get(misfit.keyword)
+    return words(schema) if words is not None else misfit.problem
 
 
 def _nearest(fields: dict[str, Field], path: str) -> Field | None:
@@ -501,16 +500,15 @@ def _indent(widget: widgets.Widget) -> widgets.Widget:
     return widget
 
 
-def _bounds(schema: Mapping[str, Any], low: str, high: str, unit: str) -> str:
-    parts = [f"≥ {schema[low]}" if low in schema else "", f"≤ {schema[high]}" if high in schema else ""]
-    text = " ".join(part for part in parts if part)
-    return f"{text} {unit}" if text else ""
-
-
-def _range(schema: Mapping[str, Any]) -> str:
-    parts = [f"≥ {schema['minimum']}" if "minimum" in schema else "", f"≤ {schema['maximum']}" if "maximum" in schema
-             else ""]  # fmt: skip
-    return " ".join(part for part in parts if part)
+def _span(schema: Mapping[str, Any], low: str, high: str, what: str) -> str:
+    """``what`` with the schema's bounds in words: "integer from 1 to 10", "at most 80 characters"."""
+    if low in schema and high in schema:
+        bounds = f"from {schema[low]} to {schema[high]}"
+    else:
+        bounds = f"at least {schema[low]}" if low in schema else f"at most {schema[high]}" if high in schema else ""
+    if what == "characters":
+        return f"{bounds} {what}" if bounds else ""
+    return f"{what} {bounds}".strip()
 
 
 def _branch_label(branch: Mapping[str, Any], index: int) -> str:

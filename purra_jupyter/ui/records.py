@@ -21,7 +21,7 @@ from IPython.display import display, update_display
 from ..catalog import READ
 from ..envelope import Envelope, RawResult
 from ..markup import join, pre, tag, trusted
-from ..wire import DENIED, DONE, ENVELOPE_MIME, PENDING, RAW_RESULT_MIME, RUNNING, VOID
+from ..wire import CANCELED, DENIED, DONE, ENVELOPE_MIME, INTERRUPTED, PENDING, RAW_RESULT_MIME, RUNNING, TIMEOUT, VOID
 
 if TYPE_CHECKING:
     from ..calls import Call
@@ -32,6 +32,8 @@ TEXT_PLAIN = "text/plain"
 TEXT_HTML = "text/html"
 TICK_SECONDS = 0.25  # how often a live line (elapsed time) is redrawn
 _OUR_MIMES = (ENVELOPE_MIME, RAW_RESULT_MIME)
+# How a call ended that a person stopped, or that ran out of time, in words (its code is in the result).
+_ENDED_WORDS = {INTERRUPTED: "cancelled", CANCELED: "cancelled", TIMEOUT: "timed out"}
 
 
 def in_kernel() -> bool:
@@ -99,10 +101,13 @@ def combined(bundles: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def state_word(call: Call) -> str:
-    """What a person reads for a call's state: pending, running, approved, failed, denied or void."""
+    """What a person reads for a call's state: pending, running, approved, cancelled, timed out, failed, denied or
+    void."""
     if call.state == DONE:
-        failed = isinstance(call.result, Envelope | RawResult) and not call.result.ok  # a batch's rows say theirs
-        return "failed" if failed else "approved"
+        result = call.result
+        if isinstance(result, Envelope | RawResult) and not result.ok:  # a batch's rows say theirs
+            return _ENDED_WORDS.get(result.error_code or "", "failed")
+        return "approved"
     return {PENDING: "pending", RUNNING: "approved, running"}.get(call.state, call.state)
 
 
@@ -111,7 +116,10 @@ def short_digest(digest: str) -> str:
 
 
 def decision_data(call: Call) -> dict[str, Any]:
+    """The record's decision as the MIME payloads carry it: the arguments sent go with their digest, so a reader
+    of the notebook sees what was sent (the renderer folds them), as the HTML fallback shows them."""
     decision = call.decision
+    label, shown = call.job.shown_arguments
     return {
         "state": state_word(call),
         "how": decision.how if decision else "",
@@ -120,6 +128,8 @@ def decision_data(call: Call) -> dict[str, Any]:
         "tool": call.job.label,  # as a person is shown it: invisible characters escaped, a look-alike marked
         "effect": call.job.effect,
         "argumentsDigest": call.arguments_digest,
+        "argumentsLabel": label,
+        "arguments": shown,
     }
 
 
@@ -129,8 +139,7 @@ def _decision_head(call: Call, data: dict[str, Any]) -> dict[str, str]:
     at = data["at"].replace("T", " ")[:19]
     effect = f" ({data['effect']})" if data["effect"] != READ else ""
     digest = short_digest(call.arguments_digest)
-    label, shown = call.job.shown_arguments
-    arguments = json.dumps(shown, indent=2, ensure_ascii=False)
+    arguments = json.dumps(data["arguments"], indent=2, ensure_ascii=False)
     html = tag(
         "div",
         tag("b", data["state"]),
@@ -138,7 +147,7 @@ def _decision_head(call: Call, data: dict[str, Any]) -> dict[str, str]:
         tag("code", data["tool"]),
         f"{effect} · arguments digest ",
         tag("code", digest, title=call.arguments_digest),
-        tag("details", tag("summary", label), pre(arguments)),
+        tag("details", tag("summary", data["argumentsLabel"]), pre(arguments)),
         class_="purra-decision",
         style="text-align:left",
     )

@@ -11,7 +11,7 @@ import ipywidgets as widgets
 from ..bindings import Bindings
 from ..connection import Connection
 from ..markup import ERROR_COLOR, OK_COLOR, WARN_COLOR, join, tag
-from ..wire import EVENT_ERROR, READY, STALE
+from ..wire import CLOSED, EVENT_ERROR, FAILED, READY, STALE
 from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput
 
 _COLORS = {READY: OK_COLOR, STALE: WARN_COLOR}
@@ -36,7 +36,8 @@ class SessionStatus(widgets.HTML):
         tools = f"{len(catalog)} tools, {sum(t.callable for t in catalog.tools)} callable"
         bound = ", ".join(tool.bound_label for tool in catalog.tools if tool.bound_as) or "none"
         errors = connection.log.events(EVENT_ERROR)
-        last_error = connection.cause or (errors[-1].detail if errors else "none")
+        last_error = ("last error", errors[-1].detail if errors else "none")
+        ended = {CLOSED: ("ended", connection.cause), FAILED: ("last error", connection.cause)}.get(connection.state)
         color = _COLORS.get(connection.state, ERROR_COLOR)
         cells = [
             ("session", connection.name),
@@ -44,7 +45,7 @@ class SessionStatus(widgets.HTML):
             ("protocol", connection.hello.protocol_version or ""),
             ("tools", tools),
             ("bound", bound),
-            ("last error", last_error),
+            ended or last_error,  # a close asked for is no error
         ]
         body = join((f"{label}: {value}" for label, value in cells), " · ")
         state = tag("b", connection.state, style=f"color:{color}", class_="purra-status-state")

@@ -111,6 +111,8 @@ def wide_schema(properties: int) -> dict:
 def catalog(options: argparse.Namespace, changed: bool) -> list[dict]:
     description = "d" * options.description_bytes if options.description_bytes else options.description
     names = [f"tool_{index:03d}" for index in range(options.tools)]
+    if options.long_name and names:
+        names[0] = "long_" + "n" * (options.long_name - 5)  # one unbroken word, longer than PurrA binds if > 128
     if options.duplicate_name and names:
         names.append(names[0])
     if changed:
@@ -225,6 +227,7 @@ def main() -> int:
     parser.add_argument("--duplicate-name", action="store_true")
     parser.add_argument("--description-bytes", type=int, default=0)
     parser.add_argument("--description", default="A generated tool.")
+    parser.add_argument("--long-name", type=int, default=0, metavar="LENGTH")
     parser.add_argument("--no-tools-capability", action="store_true")
     parser.add_argument("--list-changed-after-initialized", action="store_true")
     parser.add_argument("--list-changed-on-ping", action="store_true")

@@ -1,0 +1,6 @@
+// Unit tests of the pure DOM functions (src/dom.ts, tree.ts, blocks.ts, catalog.ts) in jsdom, compiled by ts-jest.
+module.exports = {
+  testEnvironment: 'jsdom',
+  roots: ['<rootDir>/test'],
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }] }
+};

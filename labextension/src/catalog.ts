@@ -1,0 +1,239 @@
+/**
+ * The catalog view: a server's tools with PurrA's verdicts, a text search over names and descriptions and a
+ * verdict filter (composed), and each tool's schemas as folded JSON. It fits its area: a fixed table layout
+ * whose cells wrap anywhere, so a long unbroken name or description never widens it.
+ */
+
+import { CLASS, JSONObject, Trans, asArray, asObject, asText, el, isolated, label, plural, text } from './dom';
+import { jsonTree } from './tree';
+
+/** Descriptions longer than this are folded (as `_shorten` in catalog.py). */
+export const DESCRIPTION_LIMIT = 300;
+
+/** The words of a tool's verdict badge, from the catalog payload's labels. */
+export type Verdicts = { readonly callable: string; readonly notCallable: string };
+
+/** The verdict filter's values. */
+export type Filter = 'all' | 'callable' | 'blocked';
+
+/** The columns, each with its share of the table's width (they add up to 100). */
+export function catalogColumns(trans: Trans): ReadonlyArray<[string, number]> {
+  return [
+    [trans.__('tool'), 15],
+    [trans.__('title'), 9],
+    [trans.__('description'), 20],
+    [trans.__('verdict'), 11],
+    [trans.__('schemas'), 13],
+    [trans.__('binding'), 9],
+    [trans.__('hints'), 9],
+    [trans.__('reasons'), 14]
+  ];
+}
+
+/** The filter's options: every tool, then a verdict's tools. */
+export function filters(verdicts: Verdicts, trans: Trans): ReadonlyArray<[Filter, string]> {
+  return [
+    ['all', trans.__('all tools')],
+    ['callable', verdicts.callable],
+    ['blocked', verdicts.notCallable]
+  ];
+}
+
+export function passes(filter: string, callable: boolean): boolean {
+  return filter === 'all' || (filter === 'callable') === callable;
+}
+
+/** Whether `tool`'s name, shown name, title or description holds `query` (case and surrounding spaces aside). */
+export function matches(tool: JSONObject, query: string): boolean {
+  const needle = query.trim().toLowerCase();
+  if (!needle) {
+    return true;
+  }
+  return [tool.tool, tool.shown_name, tool.title, tool.description].some(field =>
+    asText(field).toLowerCase().includes(needle)
+  );
+}
+
+/** Draw the catalog `data` into `node`: summary, search and filter, then the table. */
+export function drawCatalog(node: HTMLElement, data: JSONObject, trans: Trans): void {
+  const tools = asArray(data.tools).map(tool => asObject(tool) ?? {});
+  const verdicts: Verdicts = {
+    callable: label(data, 'callable'),
+    notCallable: label(data, 'notCallable')
+  };
+  node.appendChild(summary(data, tools));
+  const note = asText(data.note);
+  if (note) {
+    node.appendChild(el('p', CLASS.message, note));
+  }
+  const dropped = asArray(data.dropped).map(asText);
+  if (dropped.length > 0) {
+    node.appendChild(el('p', CLASS.error, `${label(data, 'dropped')}: ${dropped.join(', ')}`));
+  }
+
+  const rows = tools.map(tool => ({ tool, row: toolRow(tool, verdicts, trans) }));
+  const search = el('input', CLASS.search);
+  search.type = 'search';
+  search.placeholder = trans.__('search names and descriptions');
+  search.setAttribute('aria-label', trans.__('search tools'));
+  const select = el('select');
+  for (const [value, words] of filters(verdicts, trans)) {
+    const option = el('option', undefined, words);
+    option.value = value;
+    select.appendChild(option);
+  }
+  const shown = el('span', CLASS.muted);
+  const apply = (): void => {
+    let count = 0;
+    for (const { tool, row } of rows) {
+      row.hidden = !(passes(select.value, tool.callable === true) && matches(tool, search.value));
+      count += row.hidden ? 0 : 1;
+    }
+    shown.textContent = ` ${trans.__('showing %1 of %2', count, rows.length)}`;
+  };
+  search.addEventListener('input', apply);
+  select.addEventListener('change', apply);
+  const controls = el('div', CLASS.filter);
+  controls.appendChild(search);
+  controls.appendChild(text(' '));
+  const filter = el('label', undefined, `${trans.__('Show')} `);
+  filter.appendChild(select);
+  controls.appendChild(filter);
+  controls.appendChild(shown);
+  node.appendChild(controls);
+  node.appendChild(
+    catalogTable(
+      rows.map(({ row }) => row),
+      trans
+    )
+  );
+  apply();
+}
+
+function summary(data: JSONObject, tools: ReadonlyArray<JSONObject>): HTMLElement {
+  const usable = tools.filter(tool => tool.callable === true).length;
+  const line = el('div', CLASS.header);
+  line.appendChild(el('span', CLASS.kind, 'PurrA catalog'));
+  line.appendChild(
+    text(
+      ` · ${asText(data.server)}: ${tools.length} tools, ${usable} ${label(data, 'callableUnder')}` +
+        ` · digest ${asText(data.digest).slice(0, 12)}`
+    )
+  );
+  if (typeof data.protocolVersion === 'string') {
+    line.appendChild(el('span', CLASS.muted, ` · protocol ${data.protocolVersion}`));
+  }
+  return line;
+}
+
+/** The table, its column widths fixed (`table-layout: fixed` in base.css), so its width is its area's. */
+export function catalogTable(rows: ReadonlyArray<HTMLTableRowElement>, trans: Trans): HTMLTableElement {
+  const table = el('table', `${CLASS.table} ${CLASS.catalogTable}`);
+  const columns = catalogColumns(trans);
+  const group = el('colgroup');
+  const head = el('thead');
+  const headRow = el('tr');
+  for (const [name, share] of columns) {
+    const col = el('col');
+    col.style.width = `${share}%`;
+    group.appendChild(col);
+    headRow.appendChild(el('th', undefined, name));
+  }
+  head.appendChild(headRow);
+  table.appendChild(group);
+  table.appendChild(head);
+  const body = el('tbody');
+  for (const row of rows) {
+    body.appendChild(row);
+  }
+  table.appendChild(body);
+  return table;
+}
+
+const HINTS: ReadonlyArray<[string, string]> = [
+  ['read_only_hint', 'read-only'],
+  ['destructive_hint', 'destructive'],
+  ['idempotent_hint', 'idempotent'],
+  ['open_world_hint', 'open-world']
+];
+
+/** One tool's row; every cell's text is the server's, drawn as text. */
+export function toolRow(tool: JSONObject, verdicts: Verdicts, trans: Trans): HTMLTableRowElement {
+  const row = el('tr');
+  const cell = (content?: string): HTMLTableCellElement => row.appendChild(el('td', undefined, content));
+  const name = cell();
+  name.appendChild(isolated(el('code', undefined, asText(tool.shown_name ?? tool.tool))));
+  const warning = asText(tool.name_warning);
+  if (warning) {
+    name.appendChild(el('div', CLASS.nameWarning, `⚠ name ${warning}`));
+  }
+  cell(asText(tool.title));
+  cell().appendChild(description(asText(tool.description)));
+  const callable = tool.callable === true;
+  const badgeClass = `${CLASS.badge} ${callable ? CLASS.ok : CLASS.error}`;
+  cell().appendChild(el('span', badgeClass, callable ? verdicts.callable : verdicts.notCallable));
+  schemasCell(cell(), tool, trans);
+  cell(bindingText(tool, trans));
+  cell(hintsText(tool));
+  reasonsCell(cell(), asArray(tool.reasons).map(asText));
+  return row;
+}
+
+function description(words: string): Node {
+  if (words.length <= DESCRIPTION_LIMIT) {
+    return text(words);
+  }
+  const details = el('details');
+  details.appendChild(el('summary', undefined, words.slice(0, DESCRIPTION_LIMIT - 1) + '…'));
+  details.appendChild(el('div', CLASS.pre, words));
+  return details;
+}
+
+/** Each schema's verdict, and the schema itself as a folded JSON tree (none for a tool without output schema). */
+function schemasCell(td: HTMLTableCellElement, tool: JSONObject, trans: Trans): void {
+  const sides: ReadonlyArray<[string, unknown, unknown]> = [
+    [trans.__('input'), tool.input_verdict, tool.input_schema],
+    [trans.__('output'), tool.output_verdict, tool.output_schema]
+  ];
+  for (const [side, verdict, schema] of sides) {
+    const part = el('div', CLASS.schemas);
+    if (schema === undefined || schema === null) {
+      part.textContent = `${side}: ${asText(verdict)}`;
+    } else {
+      part.appendChild(jsonTree(`${side}: ${asText(verdict)}`, schema, false));
+    }
+    td.appendChild(part);
+  }
+}
+
+function bindingText(tool: JSONObject, trans: Trans): string {
+  const bound = asText(tool.bound_as);
+  const bindable = trans.__('bindable as %1', asText(tool.bindable_as));
+  return bound ? `${bindable}; ${trans.__('bound as %1', bound)}` : bindable;
+}
+
+function hintsText(tool: JSONObject): string {
+  const hints = HINTS.filter(([field]) => tool[field] === true).map(([, words]) => words);
+  if (typeof tool.task_support === 'string') {
+    hints.push(`tasks: ${tool.task_support}`);
+  }
+  if (typeof tool.schema_bytes === 'number') {
+    hints.push(`schemas: ${tool.schema_bytes} B`);
+  }
+  return hints.join(', ');
+}
+
+function reasonsCell(td: HTMLTableCellElement, reasons: ReadonlyArray<string>): void {
+  if (reasons.length === 0) {
+    td.textContent = '—';
+    return;
+  }
+  const details = el('details');
+  details.appendChild(el('summary', undefined, plural(reasons.length, 'reason')));
+  const list = el('ul');
+  for (const reason of reasons) {
+    list.appendChild(el('li', undefined, reason));
+  }
+  details.appendChild(list);
+  td.appendChild(details);
+}

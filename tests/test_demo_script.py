@@ -1,0 +1,92 @@
+"""The README's first command as a newcomer meets it: what is missing is said first, in one line; once set up,
+the address it prints opens the quickstart."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).parent.parent
+GUARD = 120  # seconds: a guard against a hang, not a speed claim
+NODE_TOOLS = {"node", "npm", "npx", "corepack"}
+
+
+def path_without_node(directory: Path) -> str:
+    """A PATH with every command of this one but Node.js's: one folder of links."""
+    directory.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        for entry in Path(folder).glob("*") if Path(folder).is_dir() else ():
+            link = directory / entry.name
+            if entry.name not in NODE_TOOLS and not link.exists() and os.access(entry, os.X_OK):
+                link.symlink_to(entry.resolve())
+    return str(directory)
+
+
+@pytest.fixture
+def fresh_clone(tmp_path: Path) -> Path:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=GUARD)
+    return clone
+
+
+def test_a_fresh_clone_without_node_says_so_in_one_line_before_installing_anything(
+    fresh_clone: Path, tmp_path: Path
+) -> None:
+    env = {**os.environ, "PATH": path_without_node(tmp_path / "bin")}
+    env.pop("PYTHON", None)
+    run = subprocess.run(
+        ["bash", "scripts/demo", "--execute"], cwd=fresh_clone, env=env, capture_output=True, text=True, timeout=GUARD
+    )
+    assert run.returncode != 0 and run.stdout == "", run
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert "needs Node.js 20 or newer" in run.stderr and "no 'node' on PATH" in run.stderr, run.stderr
+    assert "https://nodejs.org" in run.stderr and "pip install purra-jupyter" in run.stderr, run.stderr
+    assert not (fresh_clone / ".venv").exists()  # nothing was installed
+
+
+def test_a_python_too_old_or_missing_is_said_in_one_line(fresh_clone: Path) -> None:
+    env = {**os.environ, "PYTHON": str(fresh_clone / "no-such-python")}
+    run = subprocess.run(
+        ["bash", "scripts/demo"], cwd=fresh_clone, env=env, capture_output=True, text=True, timeout=GUARD
+    )
+    assert run.returncode != 0 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert "needs Python 3.11 or newer" in run.stderr and "set PYTHON=" in run.stderr, run.stderr
+
+
+@pytest.fixture
+def demo_script() -> Iterator[subprocess.Popen[str]]:
+    """``scripts/demo`` in this checkout (set up by the test setup, so it starts JupyterLab at once)."""
+    process = subprocess.Popen(
+        ["bash", "scripts/demo"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        yield process
+    finally:
+        os.killpg(process.pid, 15)
+        process.wait(timeout=GUARD)
+
+
+def test_the_address_the_demo_prints_opens_the_quickstart(demo_script: subprocess.Popen[str]) -> None:
+    assert demo_script.stdout is not None
+    deadline = time.monotonic() + GUARD
+    seen = []
+    while time.monotonic() < deadline and (line := demo_script.stdout.readline()):
+        seen.append(line)
+        found = re.search(r"http://127\.0\.0\.1:\d+/\S+", line)
+        if found:
+            break
+    else:
+        pytest.fail("scripts/demo printed no address:\n" + "".join(seen))
+    url = found.group(0)
+    assert "/lab/tree/notebooks/quickstart.ipynb?token=" in url, url
+    page = httpx.get(url, timeout=30, follow_redirects=True)
+    assert page.status_code == 200 and "JupyterLab" in page.text, page.status_code
+    assert "open the address it prints below" in "".join(seen)
