@@ -466,7 +466,7 @@ class Call(HasTraits):
     def wait(self) -> Any:
         """Wait in this thread until an approved call settles, and return its result. A kernel interrupt stops
         the call as Cancel does and returns what it settled with (the same for a read, a write and a batch: see
-        the README); only a call that has not settled ``STOP_SECONDS`` later raises ``mcp_interrupted``."""
+        docs/faults.md); only a call that has not settled ``STOP_SECONDS`` later raises ``mcp_interrupted``."""
         future = self._future
         if future is None:
             return self.result

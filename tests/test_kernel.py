@@ -87,7 +87,7 @@ def interrupted(kernel: tuple[KernelManager, BlockingKernelClient], marker: Path
 def test_kernel_interrupt_during_a_slow_read_returns_mcp_interrupted_and_the_session_survives(
     kernel: tuple[KernelManager, BlockingKernelClient], tmp_path: Path
 ) -> None:
-    """The interrupt rule for a read (README): the cell gets the call's result, ``mcp_interrupted``, no error."""
+    """The interrupt rule for a read (docs/faults.md): the cell gets the call's result, ``mcp_interrupted``."""
     client = kernel[1]
     open_demo(client, "changes = []\ns.observe(lambda change: changes.append(change['new']), names='state')\n")
     messages = interrupted(

@@ -402,7 +402,7 @@ def test_closing_ends_a_child_that_holds_the_servers_pipes_and_leaves_nothing() 
         server, child = map(int, stderr_after(s, "untrusted server: pids ", what="the pids").split())
         assert running(server) and running(child)
         started = time.monotonic()
-    # The close ended (the README's bound is about 4 s); this bound is a guard against a hang, not a speed claim.
+    # The close ended (docs/security.md: about 4 s); this bound is a guard against a hang, not a speed claim.
     assert time.monotonic() - started < HANG_GUARD
     assert not running(server) and not running(child)  # the launcher's child is gone with it
     assert s.state == "closed"
@@ -421,8 +421,8 @@ def test_a_server_that_exits_mid_call_fails_the_call_at_once_though_a_child_hold
 
 
 def test_a_child_that_left_the_servers_group_keeps_neither_the_session_nor_the_kits_thread() -> None:
-    """What the README says the kit does not follow (a process of another group) still cannot hold it: the call
-    fails, the session turns failed and the stderr thread ends within the bound the README names."""
+    """What docs/security.md says the kit does not follow (a process of another group) still cannot hold it: the call
+    fails, the session turns failed and the stderr thread ends within the bound it names."""
     plan = {"tools": [tool("crash", {"type": "object"})], "calls": {"crash": "escape-and-exit"}}
     with untrusted("stdio", plan, timeout=30) as config, pj.connect(config) as s:
         result = s.call("crash", {}, raw=True, approve=True)
@@ -430,7 +430,7 @@ def test_a_child_that_left_the_servers_group_keeps_neither_the_session_nor_the_k
         _, escaped = map(int, stderr_after(s, "untrusted server: pids ", what="the pids").split())
     try:
         wait_until(lambda: not kit_threads(), what="the stderr thread to end")
-        assert running(escaped)  # not the kit's to end: it left the group (the README says so)
+        assert running(escaped)  # not the kit's to end: it left the group (docs/security.md says so)
     finally:
         psutil.Process(escaped).kill()
 
@@ -439,7 +439,7 @@ def test_a_child_that_left_the_servers_group_keeps_neither_the_session_nor_the_k
 
 
 def test_a_connect_that_times_out_ends_its_server_within_the_timeout() -> None:
-    warm_up().join()  # a first connect's imports come on top of its timeout (the README says so)
+    warm_up().join()  # a first connect's imports come on top of its timeout (docs/faults.md says so)
     with untrusted("stdio", {"never_initialize": True, "linger": True}, timeout=3) as config:
         started = time.monotonic()
         with pytest.raises(pj.McpSessionError) as caught:
