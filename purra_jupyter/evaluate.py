@@ -11,6 +11,7 @@ sent. Tool failures are rows, never exceptions.
 from __future__ import annotations
 
 import copy
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -241,12 +242,14 @@ class Batch(HasTraits):
     @contextmanager
     def watch(self) -> Iterator[None]:
         """A progress bar while the cell waits (refused rows are not progress); it follows ``finished``, which
-        changes on the loop, and says at the end how the rows ended."""
-        from tqdm.auto import tqdm
+        changes on the loop, and says at the end how the rows ended. Text on stdout, in a notebook too: a widget
+        bar would read "Error displaying widget" once the notebook is reopened without its kernel, and stderr is
+        drawn as an error there."""
+        from tqdm import tqdm
 
         refused = len(self.results) - len(self.to_send)
         what = f"{self.local} ({len(self.results)} rows, {refused} refused, not sent)" if refused else self.local
-        with tqdm(total=len(self.to_send), desc=what, unit="call") as bar:
+        with tqdm(total=len(self.to_send), desc=what, unit="call", file=sys.stdout, mininterval=0.5) as bar:
             follow = lambda change: bar.update(change["new"] - change["old"])  # noqa: E731
             self.observe(follow, names="finished")
             try:

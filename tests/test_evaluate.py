@@ -69,8 +69,8 @@ def test_ok_rows_and_error_rows_come_back_as_one_table(demo: pj.McpSession, caps
     assert server_counts(demo)["counts"] == {"search_documents": 2}  # the refused rows were never sent
     assert frame.loc["a", "elapsed_ms"] == round(frame.loc["a", "elapsed_ms"], 1)
     assert str(frame["limit"].dtype) == "int64"  # the caller's own dtypes are kept
-    # Outside a notebook the progress bar is text on stderr, ending with the outcomes.
-    bar = capsys.readouterr().err.replace("\r", "\n")
+    # The progress bar is text on stdout (in a notebook too), ending with the outcomes.
+    bar = capsys.readouterr().out.replace("\r", "\n")
     assert "search_documents (4 rows, 2 refused, not sent): 100%|██████████| 2/2" in bar, bar
 
     summary = frame.attrs["summary"]
