@@ -35,6 +35,15 @@ ROOT = Path(__file__).parent.parent
 SERVERS = Path(__file__).parent / "servers"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With pytest-xdist (scripts/test runs two workers), the tests that use the Binder environment run on one
+    worker, so that it is built once per run, not once per worker."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "binder_env" in getattr(item, "fixturenames", ()) or params.get("lab") == "lab-4.4-binder":
+            item.add_marker(pytest.mark.xdist_group("binder"))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """List the browser screenshots in the run's log (before pytest's closing line)."""
     shots = sorted((ROOT / "tests" / "artifacts" / "browser").glob("*.png"))
