@@ -57,6 +57,8 @@ CHROMIUM_ARGS = [
 NOTEBOOK = "browser.ipynb"
 STARTUP = 60.0  # seconds: JupyterLab, the page, the kernel
 STEP = 60_000  # milliseconds: each wait in the browser (cells, widgets, renderers)
+if sync_playwright is not None:  # every wait of an expect() is a hang guard, not Playwright's 5 s (a busy machine)
+    expect.set_options(timeout=STEP)
 
 # Our renderers' nodes, by the MIME type they draw: they mark themselves with it as JupyterLab's own renderers
 # do, and their class proves that our renderer, not the text/html fallback, drew the output.
