@@ -90,3 +90,23 @@ def test_the_address_the_demo_prints_opens_the_quickstart(demo_script: subproces
     page = httpx.get(url, timeout=30, follow_redirects=True)
     assert page.status_code == 200 and "JupyterLab" in page.text, page.status_code
     assert "open the address it prints below" in "".join(seen)
+
+
+def test_a_second_setup_is_skipped_until_pyproject_changes(fresh_clone: Path) -> None:
+    """The README's "a second run skips that unless pyproject.toml changed", on a clone whose .venv records this
+    pyproject (its python a stand-in that only says it was asked, so nothing is installed)."""
+    venv = fresh_clone / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text("#!/bin/sh\necho \"asked to run: $*\" >&2\nexit 3\n")
+    python.chmod(0o755)
+    (venv / ".purra-jupyter-setup").write_text((ROOT / ".venv" / ".purra-jupyter-setup").read_text())
+    # what ROOT's setup recorded holds for the clone's identical pyproject: nothing to do, nothing said
+    setup = ["bash", "-c", "source scripts/_env.sh && ensure_env lab"]
+    skipped = subprocess.run(setup, cwd=fresh_clone, capture_output=True, text=True, timeout=GUARD)
+    assert (skipped.returncode, skipped.stderr) == (0, ""), skipped
+    with (fresh_clone / "pyproject.toml").open("a") as pyproject:
+        pyproject.write("\n# changed\n")
+    again = subprocess.run(setup, cwd=fresh_clone, capture_output=True, text=True, timeout=GUARD)
+    assert again.returncode != 0 and "[setup 2/3] updating pip" in again.stderr, again
+    assert "asked to run: -m pip install" in again.stderr, again.stderr
