@@ -57,7 +57,7 @@ ensure_env() {
   echo "[setup 3/3] installing purra-jupyter[$extras] and its dependencies, then building its JupyterLab extension (the first time: a few minutes)" >&2
   local log=".venv/setup.log" status
   set +e  # pip's own status decides, not the filter's
-  .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off -e ".[$extras]" 2>&1 | tee "$log" \
+  PYTHONUNBUFFERED=1 .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off -e ".[$extras]" 2>&1 | tee "$log" \
     | grep --line-buffered -E '^(Collecting|Building|Installing|Successfully)' >&2
   status="${PIPESTATUS[0]}"
   set -e
