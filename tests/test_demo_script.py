@@ -98,7 +98,7 @@ def test_a_second_setup_is_skipped_until_pyproject_changes(fresh_clone: Path) ->
     venv = fresh_clone / ".venv"
     (venv / "bin").mkdir(parents=True)
     python = venv / "bin" / "python"
-    python.write_text("#!/bin/sh\necho \"asked to run: $*\" >&2\nexit 3\n")
+    python.write_text('#!/bin/sh\necho "asked to run: $*" >&2\nexit 3\n')
     python.chmod(0o755)
     (venv / ".purra-jupyter-setup").write_text((ROOT / ".venv" / ".purra-jupyter-setup").read_text())
     # what ROOT's setup recorded holds for the clone's identical pyproject: nothing to do, nothing said
