@@ -103,12 +103,12 @@ export class RawResultRenderer extends PurraRenderer {
   protected draw(node: HTMLElement, data: JSONObject): void {
     appendDecision(node, data, this.trans);
     node.appendChild(el('div', CLASS.rawLabel, label(data, 'raw', RAW_RESULT_MIME)));
-    node.appendChild(header('raw result', data));
+    node.appendChild(header(this.trans.__('raw result'), data));
     appendMessage(node, data);
     appendServerText(node, data);
     const result = asObject(data.result) ?? {};
     if (result.isError === true) {
-      node.appendChild(el('p', CLASS.error, 'The server flagged this result isError: true.'));
+      node.appendChild(el('p', CLASS.error, this.trans.__('The server flagged this result isError: true.')));
     }
     const imageAlt = label(data, 'imageAlt', '');
     for (const item of asArray(result.content)) {
