@@ -12,6 +12,7 @@ This layer knows nothing of catalogs or calls: higher layers hand it coroutines 
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 import threading
@@ -31,8 +32,9 @@ from traitlets import Enum, HasTraits
 from . import purra_adapter, runner
 from .config import Scrubber, ServerConfig
 from .errors import KEPT_APART, McpSessionError
+from .names import one_line
 from .sdk_errors import ErrorSeam, offending_line
-from .session_log import LogEntry, SessionLog
+from .session_log import DETAIL_CHARS, LogEntry, SessionLog
 from .stdio_transport import EXIT_SECONDS, LineTooLong, StderrTail
 from .tracking import WAITING, CancelToken, Deadline, RequestTracker
 from .transport import RequestId, Transport, TransportContext
@@ -46,6 +48,7 @@ from .wire import (
     EVENT_INITIALIZE,
     EVENT_LIST_CHANGED,
     EVENT_SDK,
+    EVENT_SERVER_LOG,
     EVENT_SETTING,
     FAILED,
     READY,
@@ -219,6 +222,14 @@ class Ending:
         return None
 
 
+def server_log_line(params: Any) -> str:
+    """A server's log message as a row of the session log: ``level logger: data`` on one line (data that is not a
+    string as its JSON), its invisible characters made visible."""
+    data = params.data if isinstance(params.data, str) else json.dumps(params.data, ensure_ascii=False, default=str)
+    logger = f" {params.logger}" if params.logger else ""
+    return one_line(f"{params.level}{logger}: {data}", DETAIL_CHARS)
+
+
 @dataclass(frozen=True)
 class ServerHello:
     """What the server said of itself in ``initialize`` (nothing before): set once, on the loop."""
@@ -226,12 +237,13 @@ class ServerHello:
     protocol_version: str | None = None
     info: Mapping[str, Any] = field(default_factory=dict)
     capabilities: Mapping[str, Any] = field(default_factory=dict)
+    instructions: str | None = None  # the server's words on how to use it (for a model, says the spec)
 
     @classmethod
     def of(cls, result: InitializeResult) -> ServerHello:
         info = result.serverInfo.model_dump(mode="json", exclude_none=True)
         capabilities = result.capabilities.model_dump(mode="json", exclude_none=True)
-        return cls(str(result.protocolVersion), info, capabilities)
+        return cls(str(result.protocolVersion), info, capabilities, result.instructions)
 
     @property
     def label(self) -> str:
@@ -380,6 +392,10 @@ class Connection(HasTraits):
             self.log.add(EVENT_LIST_CHANGED, f"catalog revision {self.monitor.revision}")
             if self.state == READY:
                 self._set_state(STALE)
+        elif isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.LoggingMessageNotification
+        ):
+            self.log.add(EVENT_SERVER_LOG, server_log_line(message.root.params))  # scrubbed and bounded there
 
     async def _stream_ended(self) -> None:
         await self.link.ended()  # a server that exits ends both: its last words belong to the cause

@@ -34,9 +34,9 @@ from .catalog import check_digest
 from .config import OAuth, ServerConfig, load_servers
 from .errors import KEPT_APART, McpSessionError
 from .markup import join, pre, tag
-from .session import McpSession, connect, registry
+from .session import INSTRUCTIONS_LABEL, McpSession, connect, registry
 from .ui.records import TICK_SECONDS, LiveOutput, in_kernel, plain_bundle, redraw_while
-from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS, READY, SESSION_EXISTS, STALE
+from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS, LOG_LEVELS, READY, SESSION_EXISTS, STALE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,12 +80,16 @@ def _one_line_errors() -> Iterator[None]:
         if error.code in USAGE_CODES:
             raise UsageError(in_magic_words(str(error))) from None
         if error.server_text:  # its own block, escaped: no frontend makes a link of it
-            text = f"{SERVER_STDERR_LABEL}:\n{error.server_text}"
-            html = join([tag("small", SERVER_STDERR_LABEL), pre(error.server_text)])
-            display({"text/plain": text, "text/html": str(html)}, raw=True)
+            _show_server_words(SERVER_STDERR_LABEL, error.server_text)
         raise McpSessionError(error.code, in_magic_words(error.message), server_text=error.server_text) from None
     except McpAdapterError as error:
         raise McpSessionError(error.code, "purra-mcp refused the operation.") from None
+
+
+def _show_server_words(label: str, text: str) -> None:
+    """A server's own words in a block of their own, under ``label``, as text (no frontend makes a link of it)."""
+    html = join([tag("small", label), pre(text)])
+    display({"text/plain": f"{label}:\n{text}", "text/html": str(html)}, raw=True)
 
 
 @contextmanager
@@ -425,8 +429,26 @@ class McpMagics(Magics, Configurable):
                 with _connecting_line(config):
                     session = connect(config, approval=approval, expect_digest=args.expect_digest)
         display(session.status_widget())
+        if session.instructions:
+            _show_server_words(INSTRUCTIONS_LABEL, session.instructions)
         display(plain_bundle(f"{session.catalog.summary} — %mcp_catalog {session.name} shows the tools"), raw=True)
         return session
+
+    @line_magic
+    @magic_arguments()
+    @argument("name", help="the session")
+    @argument("level", choices=LOG_LEVELS, help="the least severe level the server is to send")
+    def mcp_log_level(self, line: str) -> MagicHelp | None:
+        """Ask a server for its log messages of LEVEL and above: ``%mcp_log_level NAME debug``. They arrive as
+        ``server_log`` rows of ``%mcp_log NAME`` (the server's words, outside the PurrA contract)."""
+        args = parse(self.mcp_log_level, line)
+        if isinstance(args, MagicHelp):
+            return args
+        with _one_line_errors():
+            registry.get(args.name).set_log_level(args.level)
+        shown = f"%mcp_log {args.name} shows them"
+        print(f"Asked '{args.name}' for its log messages of level {args.level} and above; {shown}.")
+        return None
 
     @line_magic
     @magic_arguments()

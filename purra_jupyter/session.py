@@ -34,6 +34,7 @@ from .stdio_transport import StdioTransport
 from .transport import Transport
 from .wire import (
     APPROVAL_POLICIES,
+    CAPABILITY_MISSING,
     CLOSED,
     CONFIG_INVALID,
     CONNECTING,
@@ -41,6 +42,7 @@ from .wire import (
     EVENT_CONNECT,
     EVENT_SETTING,
     HTTP,
+    LOG_LEVELS,
     MEMORY,
     SESSION_EXISTS,
     SESSION_UNKNOWN,
@@ -123,6 +125,24 @@ class McpSession(HasTraits):
     @property
     def capabilities(self) -> dict[str, Any]:
         return dict(self.connection.hello.capabilities)
+
+    @property
+    def instructions(self) -> str | None:
+        """What the server's ``initialize`` says about using it (its own words, meant for a model), or ``None``.
+        Raw exploration, outside the PurrA contract: a PurrA host passes none of it to a model."""
+        return self.connection.hello.instructions
+
+    def set_log_level(self, level: str) -> None:
+        """Ask the server to send its log messages of ``level`` and above (``logging/setLevel``); they arrive as
+        ``server_log`` rows of the session log. ``mcp_capability_missing`` if the server offers no logging."""
+        if level not in LOG_LEVELS:
+            raise McpSessionError(CONFIG_INVALID, f"level must be one of {', '.join(LOG_LEVELS)}.")
+        if "logging" not in self.connection.hello.capabilities:
+            raise McpSessionError(
+                CAPABILITY_MISSING, f"Server '{self.name}' offers no logging (its capabilities have no 'logging')."
+            )
+        self.connection.request(lambda client: client.set_logging_level(cast(Any, level)))
+        self.connection.log.add(EVENT_SETTING, f"server log level '{level}' asked for")
 
     def ping(self, *, timeout: float | None = None) -> float:
         """Ask the server for a ping; returns the round trip in milliseconds."""
@@ -326,6 +346,7 @@ class McpSession(HasTraits):
             ("state", self.state + (f" ({self.cause})" if self.cause else "")),
             ("protocol", self.protocol_version or ""),
             ("server", self.connection.hello.label),
+            *([(INSTRUCTIONS_LABEL, self.instructions)] if self.instructions else []),
         ]
         return {"text/plain": repr(self), "text/html": str(key_value_table(rows, "purra-session"))}
 
@@ -480,6 +501,7 @@ async def _first_catalog(connection: Connection, client: Any) -> Catalog:
     return catalog
 
 
+INSTRUCTIONS_LABEL = "the server's instructions (its own words, shown as text)"
 AUTO_APPROVAL_NOTE = (
     "approval policy 'auto': every read call of this session is approved (a write, or a tool its server hints "
     "writes, still asks)"

@@ -35,6 +35,7 @@ AUTH_INSECURE = "mcp_auth_insecure"  # an authorization endpoint over http:// to
 AUTH_CANCELED = "mcp_auth_canceled"  # the person canceled the authorization (nothing pasted) or never finished it
 SESSION_EXPIRED = "mcp_session_expired"  # HTTP 404 to the session's id: the server ended it; reconnect
 NOT_READ_ONLY = "mcp_not_read_only"  # a read declaration of a tool its server marks as not read-only
+CAPABILITY_MISSING = "mcp_capability_missing"  # asked of a server what its capabilities do not offer (logging ...)
 
 # Error codes shared with purra-mcp.
 BINDING_INVALID = "mcp_binding_invalid"
@@ -77,6 +78,8 @@ UNKNOWN = "unknown"
 
 # Approval policies.
 APPROVAL_POLICIES = ("prompt", "auto", "deny")
+# The levels of MCP's logging (RFC 5424's), least severe first.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 # Session log event kinds.
 EVENT_CONNECT = "connect"
@@ -92,6 +95,7 @@ EVENT_CANCEL = "cancel"  # a request the kit stopped waiting for, and the late a
 EVENT_SDK = "sdk"  # a record of the MCP SDK's own logging, with its level
 EVENT_CLOSE = "close"
 EVENT_SETTING = "setting"  # a policy or timeout changed on an open session
+EVENT_SERVER_LOG = "server_log"  # a log message the server sent (notifications/message): its level, logger, data
 
 # Transports.
 STDIO = "stdio"

@@ -16,6 +16,7 @@ from IPython.core.interactiveshell import InteractiveShell
 import purra_jupyter as pj
 from purra_jupyter.envelope import Envelope, RawResult
 from purra_jupyter.magics import SERVER_STDERR_LABEL, MagicHelp
+from purra_jupyter.session import INSTRUCTIONS_LABEL
 from purra_jupyter.ui.approval import PendingCall
 from purra_jupyter.ui.forms import SchemaForm
 
@@ -28,6 +29,7 @@ MAGICS = [
     "mcp_call",
     "mcp_evaluate",
     "mcp_log",
+    "mcp_log_level",
 ]
 DEMO = "demo -- {sys.executable} -m purra_jupyter.demo"
 
@@ -247,11 +249,12 @@ def test_connect_shows_the_status_line_and_one_line_about_the_catalog(
     try:
         shown = capsys.readouterr().out.splitlines()  # a terminal shell prints each display's text/plain
         assert shown[0].startswith("ready · session: demo · transport: stdio: ")
+        assert shown[1:3] == [f"{INSTRUCTIONS_LABEL}:", session.instructions]  # the server's words, as text
         assert (
-            shown[1] == f"demo: 13 tools, 12 callable under PurrA, digest {session.catalog.digest[:12]} — "
+            shown[3] == f"demo: 13 tools, 12 callable under PurrA, digest {session.catalog.digest[:12]} — "
             "%mcp_catalog demo shows the tools"
         )
-        assert len(shown) == 2  # not the whole catalog
+        assert len(shown) == 4  # not the whole catalog
     finally:
         session.close()
 

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_verdicts_match_purra, decided, discovered_by_purra
+from conftest import HANG_GUARD, assert_verdicts_match_purra, decided, demo_in_memory, discovered_by_purra, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.envelope import RAW_LABEL, RawResult
 from purra_jupyter.ui.approval import PendingCall
+from purra_jupyter.wire import LOG_LEVELS
 
 BIN = Path(sys.executable).parent
 EVERYTHING = Path(__file__).parent / "servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -163,3 +164,36 @@ def test_git_write_envelopes_equal_purras_registration_handler(repository: Path)
             assert envelope.effect_state == handled.effect_state.value, name
         assert [envelope.effect_state for envelope in envelopes] == ["committed", "committed", "unknown"]
         assert envelopes[-1].error_code == "mcp_tool_error" and envelopes[-1].server_text
+
+
+# --- what the server says (raw exploration, outside the PurrA contract) ---------------------------------------
+
+
+def test_the_everything_servers_instructions_and_log_messages_reach_the_session(ip: Any) -> None:
+    """server-everything's instructions are kept and shown with the session; after ``%mcp_log_level`` and
+    ``toggle-simulated-logging`` its log messages (one each 5 s, random levels) arrive as ``server_log`` rows with
+    their level and logger, within the hang guard."""
+    ip.user_ns["EVERYTHING"] = str(EVERYTHING)
+    session = ip.run_line_magic("mcp_connect", "everything -- node {EVERYTHING} stdio")
+    try:
+        assert session.instructions and "everything" in session.instructions.lower(), session.instructions
+        assert "the server&#x27;s instructions" in session._repr_mimebundle_()["text/html"]
+        ip.run_line_magic("mcp_log_level", "everything debug")
+        assert "server log level 'debug' asked for" in session.log.events("setting")[-1].detail
+        assert session.call("toggle-simulated-logging", {}, raw=True, approve=True).ok
+        rows = wait_until(lambda: session.log.events("server_log"), timeout=2 * HANG_GUARD, what="a server log row")
+        level, _, data = rows[0].detail.partition(": ")
+        assert level.split()[0] in LOG_LEVELS and data, rows[0].detail
+    finally:
+        session.close()
+
+
+def test_a_server_without_logging_says_so_and_a_bad_level_is_a_usage_error() -> None:
+    with pj.connect(demo_in_memory()) as demo:
+        assert demo.instructions == "Demo tools for purra-jupyter: search a tiny corpus, echo, add, sleep and more."
+        with pytest.raises(pj.McpSessionError) as caught:
+            demo.set_log_level("debug")
+        assert caught.value.code == "mcp_capability_missing" and "offers no logging" in caught.value.message
+        with pytest.raises(pj.McpSessionError) as caught:
+            demo.set_log_level("loud")
+        assert caught.value.code == "mcp_config_invalid" and "debug, info" in caught.value.message
