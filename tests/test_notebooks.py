@@ -108,11 +108,12 @@ def test_a_call_decided_later_leaves_its_record_in_its_own_cell() -> None:
         "pending.approve(); pending.wait(); to_deny.deny()\n%mcp_disconnect demo",
     )]  # fmt: skip
     nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
-    [connecting, status, summary] = notebook.cells[1].outputs
+    [connecting, status, instructions, summary] = notebook.cells[1].outputs
     assert re.fullmatch(r"connecting demo \(stdio: .*\) — connected in \d+\.\d s \(timeout 30 s\)",
                         connecting["data"]["text/plain"])  # fmt: skip
     assert status["data"]["text/plain"].startswith("closed · session: demo")
     assert summary["data"]["text/plain"].endswith("— %mcp_catalog demo shows the tools")
+    assert instructions["data"]["text/plain"].startswith("the server's instructions (its own words, shown as text):")
     [approved] = notebook.cells[2].outputs
     [denied] = notebook.cells[3].outputs
     for output, word, how in ((approved, "approved", "approved with PendingCall.approve()"),
