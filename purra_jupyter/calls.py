@@ -620,13 +620,12 @@ def argument_checker(schema: Mapping[str, Any], *, raw: bool, limits: Any) -> Ch
     from purra.structured import StructuredOutputError
 
     contract = remote_contract(schema, limits)
-    explain = raw_schema.checker(schema)
 
     def check(arguments: Any) -> Misfit | None:
         try:
             contract.validate_value(arguments)
-        except StructuredOutputError as error:
-            return _contract_misfit(error.details, explain(arguments))
+        except StructuredOutputError as error:  # only then the schema's own words (a call that fits pays nothing)
+            return _contract_misfit(error.details, raw_schema.checker(schema)(arguments))
         return None
 
     return check

@@ -29,6 +29,17 @@ def test_import_leaves_the_mcp_sdk_unloaded() -> None:
     assert out.strip() == "[]"
 
 
+def test_load_ext_leaves_ipywidgets_unloaded() -> None:
+    """The widgets load with the first widget, not with ``%load_ext`` (ipywidgets is slow to import)."""
+    probe = (
+        "import sys\nfrom IPython.core.interactiveshell import InteractiveShell\n"
+        "InteractiveShell.instance().run_line_magic('load_ext', 'purra_jupyter')\n"
+        "print('ipywidgets' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
 def test_every_public_name_loads_on_first_use() -> None:
     probe = (
         "import purra_jupyter as pj\n"

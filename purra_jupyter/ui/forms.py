@@ -73,7 +73,8 @@ class Field:
 class TextField(Field):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.input = widgets.Text(placeholder=_span(self.schema, "minLength", "maxLength", "characters"))
+        bounds = _span(self.schema, "minLength", "maxLength")
+        self.input = widgets.Text(placeholder=f"{bounds} characters" if bounds else "")
         self.watch(self.input)
         self.widget = self.box(self.input)
 
@@ -89,9 +90,8 @@ class NumberField(Field):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.integer = self.schema.get("type") == "integer"
-        self.input = widgets.Text(
-            placeholder=_span(self.schema, "minimum", "maximum", "integer" if self.integer else "number")
-        )
+        kind = "integer" if self.integer else "number"
+        self.input = widgets.Text(placeholder=f"{kind} {_span(self.schema, 'minimum', 'maximum')}".rstrip())
         self.watch(self.input)
         self.widget = self.box(self.input)
 
@@ -504,15 +504,11 @@ def _indent(widget: widgets.Widget) -> widgets.Widget:
     return widget
 
 
-def _span(schema: Mapping[str, Any], low: str, high: str, what: str) -> str:
-    """``what`` with the schema's bounds in words: "integer from 1 to 10", "at most 80 characters"."""
+def _span(schema: Mapping[str, Any], low: str, high: str) -> str:
+    """The schema's bounds in words: "from 1 to 10", "at least 1", "at most 10", or ""."""
     if low in schema and high in schema:
-        bounds = f"from {schema[low]} to {schema[high]}"
-    else:
-        bounds = f"at least {schema[low]}" if low in schema else f"at most {schema[high]}" if high in schema else ""
-    if what == "characters":
-        return f"{bounds} {what}" if bounds else ""
-    return f"{what} {bounds}".strip()
+        return f"from {schema[low]} to {schema[high]}"
+    return f"at least {schema[low]}" if low in schema else f"at most {schema[high]}" if high in schema else ""
 
 
 def _branch_label(branch: Mapping[str, Any], index: int) -> str:

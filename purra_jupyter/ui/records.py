@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import ipywidgets as widgets
 from IPython import get_ipython
 from IPython.display import display, update_display
 
@@ -38,6 +37,8 @@ from ..wire import (
 )
 
 if TYPE_CHECKING:
+    import ipywidgets as widgets  # (not at run time: %load_ext imports this module, ipywidgets is slow)
+
     from ..calls import Call
 
 SETTLED = (DONE, DENIED, VOID)
