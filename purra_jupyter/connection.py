@@ -17,9 +17,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import Future
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -274,6 +274,7 @@ class Connection(HasTraits):
         self._monitor: McpCatalogMonitor | None = None
         self.hello = ServerHello()
         self._client: ClientSession | None = None
+        self._listeners: list[Callable[[str], None]] = []  # of the server's log lines (see ``listening``)
         self.ending = Ending()
         self._host: runner.HostedContext[InitializeResult] = runner.HostedContext(self._session, self._ended)
 
@@ -395,7 +396,20 @@ class Connection(HasTraits):
         elif isinstance(message, types.ServerNotification) and isinstance(
             message.root, types.LoggingMessageNotification
         ):
-            self.log.add(EVENT_SERVER_LOG, server_log_line(message.root.params))  # scrubbed and bounded there
+            line = self.scrub(server_log_line(message.root.params))
+            self.log.add(EVENT_SERVER_LOG, line)
+            for listener in tuple(self._listeners):
+                listener(line)
+
+    @contextmanager
+    def listening(self, listener: Callable[[str], None]) -> Iterator[None]:
+        """``listener(line)`` for each log message of the server's while the block lasts, the line as the session
+        log keeps it (scrubbed, on one line): a running call shows what the server says meanwhile. On the loop."""
+        self._listeners.append(listener)
+        try:
+            yield
+        finally:
+            self._listeners.remove(listener)
 
     async def _stream_ended(self) -> None:
         await self.link.ended()  # a server that exits ends both: its last words belong to the cause

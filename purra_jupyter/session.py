@@ -269,6 +269,7 @@ class McpSession(HasTraits):
         approve: bool | None = None,
         raw: bool = False,
         timeout: float | None = None,
+        task: bool = False,
     ) -> Envelope | RawResult | PendingCall:
         """Call ``tool`` (a local or remote name) and return its result; tool failures never raise.
 
@@ -278,9 +279,14 @@ class McpSession(HasTraits):
         ``approve=True`` approves this call in code (logged as such); otherwise the session's policy
         decides: ``prompt`` returns a ``PendingCall`` that displays as the approval widget and sends
         nothing until approved; ``deny`` refuses every call, ``approve=True`` included. ``timeout`` is in
-        seconds (at most 300); when the kit stops waiting, the server is told to cancel the call."""
+        seconds (at most 300); when the kit stops waiting, the server is told to cancel the call.
+
+        ``task=True`` (raw only, for a tool whose ``execution.taskSupport`` is optional or required) runs it as an
+        MCP task: its status shows as it moves, Cancel cancels the task on the server, and the result is a raw
+        result. A raw call asks the server for progress; progress, a task's status and the server's log lines
+        show under the running call."""
         check_approve(approve)
-        plan = plan_call(self.connection, self._bindings, tool, arguments, raw=raw, timeout=timeout)
+        plan = plan_call(self.connection, self._bindings, tool, arguments, raw=raw, timeout=timeout, task=task)
         return refusal(plan) or self._decide(plan, approve)
 
     def evaluate(

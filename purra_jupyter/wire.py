@@ -96,6 +96,7 @@ EVENT_SDK = "sdk"  # a record of the MCP SDK's own logging, with its level
 EVENT_CLOSE = "close"
 EVENT_SETTING = "setting"  # a policy or timeout changed on an open session
 EVENT_SERVER_LOG = "server_log"  # a log message the server sent (notifications/message): its level, logger, data
+EVENT_TASK = "task"  # a raw call run as a task: created, its end, its cancellation
 
 # Transports.
 STDIO = "stdio"
