@@ -329,7 +329,8 @@ class McpSession(HasTraits):
         from .ui.forms import tool_form
 
         remote = self._bindings.remote_name(tool)
-        review = lambda arguments, raw: self.call(remote, arguments, raw=raw)  # noqa: E731
+        task = self.catalog[remote].task_support == "required"  # (raw then: such a tool runs only as a task)
+        review = lambda arguments, raw: self.call(remote, arguments, raw=raw, task=raw and task)  # noqa: E731
         return tool_form(self.catalog[remote], limits=self.limits, review=review)
 
     def status_widget(self) -> SessionStatus:
