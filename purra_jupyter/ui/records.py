@@ -176,6 +176,8 @@ def decision_data(call: Call) -> dict[str, Any]:
         "argumentsDigest": call.arguments_digest,
         "argumentsLabel": label,
         "arguments": shown,
+        "activityLabel": ACTIVITY_LABEL,
+        "activity": call.activity.view.summary(),  # the server's words: drawn as text
     }
 
 
@@ -211,7 +213,7 @@ def record_bundle(call: Call) -> dict[str, Any]:
         for mime in _OUR_MIMES:
             if mime in bundle:
                 bundle[mime] = {**bundle[mime], "decision": data}
-    said = call.activity.view.summary()
+    said = data["activity"]
     activity = [plain_bundle("\n".join([ACTIVITY_LABEL + ":", *(f"  {line}" for line in said)]))] if said else []
     return combined([_decision_head(call, data), *activity, *bundles])
 
