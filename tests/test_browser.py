@@ -832,6 +832,7 @@ def test_a_record_shows_its_arguments_and_the_catalog_fits_and_searches(
             assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
         except BaseException:
             browser.report_failure(f"{ui}-fit-failure", lab)
+            raise
 
 
 # --- widget outputs without their kernel ------------------------------------------------------------------
