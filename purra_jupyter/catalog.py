@@ -622,7 +622,7 @@ def _refs_of(body: Any, nodes: Iterable[_Node]) -> _Refs:
         for node in nodes
         if isinstance(node.value, dict) and isinstance(node.value.get("$ref"), str)
     }
-    return _Refs(body, targets, _on_cycles(targets))
+    return _Refs(body, targets, _recursive(body, targets))
 
 
 def _pointer(ref: str) -> tuple[str, ...] | None:
@@ -646,6 +646,43 @@ def _resolve(body: Any, pointer: tuple[str, ...]) -> Any:
         else:
             return _MISSING
     return node
+
+
+_EXPANSIONS = 20_000  # how far the kit follows the inlining before it judges recursion by cycles alone
+
+
+def _recursive(body: Any, targets: Mapping[tuple[str, ...], tuple[str, ...] | None]) -> frozenset[tuple[str, ...]]:
+    """The ``$ref``s a person inlining from the root cannot inline: each points at a schema already being copied
+    (it would be copied into itself without end). Those in definitions the root never reaches, on a cycle."""
+    own: dict[tuple[str, ...], list[tuple[str, ...]]] = {}  # a schema -> the $refs in it, outside its definitions
+    for ref in targets:
+        for end in range(len(ref) + 1):
+            if not set(ref[end:]) & set(_DEFINITIONS):
+                own.setdefault(ref[:end], []).append(ref)
+    recursive: set[tuple[str, ...]] = set()
+    reached: set[tuple[str, ...]] = set()
+    steps = [0]
+
+    def expand(schema: tuple[str, ...], copying: tuple[tuple[str, ...], ...]) -> None:
+        for ref in own.get(schema, []):
+            steps[0] += 1
+            if steps[0] > _EXPANSIONS:
+                raise _TooBig
+            reached.add(ref)
+            target = targets[ref]
+            if target is None or _resolve(body, target) is _MISSING:
+                continue
+            if any(copied[: len(target)] == target for copied in copying):
+                recursive.add(ref)
+            else:
+                expand(target, (*copying, target))
+
+    try:
+        expand((), ((),))
+    except _TooBig:
+        return _on_cycles(targets)
+    unreached = {ref: target for ref, target in targets.items() if ref not in reached}
+    return frozenset(recursive | _on_cycles(unreached) if unreached else recursive)
 
 
 def _on_cycles(targets: Mapping[tuple[str, ...], tuple[str, ...] | None]) -> frozenset[tuple[str, ...]]:
