@@ -462,7 +462,7 @@ def _dialect_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str
     if isinstance(schema, dict) and "$schema" in schema and schema["$schema"] != DRAFT_2020_12:
         return [
             f"{where}.$schema: declares {str(schema['$schema'])[:80]!r}, PurrA reads only JSON Schema 2020-12 "
-            f"— declare {DRAFT_2020_12} or omit $schema"
+            f"— drop it (the rest is then read as 2020-12) or declare {DRAFT_2020_12}"
         ]
     return []
 
@@ -544,7 +544,7 @@ def _null_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
     once the definitions are inlined as told, inside them too."""
     keywords = purra_adapter.schema_keywords()  # keywords outside it get their own reason
     return [
-        f"{node.path}.{key}: null — drop the keyword or give it a value of its type"
+        f"{node.path}.{key}: null — drop it or give it a value of its type"
         for node in _walk(_body(schema), where)
         if isinstance(node.value, dict)
         for key, value in node.value.items()

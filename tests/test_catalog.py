@@ -367,6 +367,11 @@ def _object(**properties: Any) -> dict[str, Any]:
          "— drop it and use maxItems: 0 (the array must be empty)"),
         (_object(a={"anyOf": [{"type": "string"}, False]}), f"inputSchema.properties.a.anyOf[1]: false (matches "
          f"nothing) {OUTSIDE} — drop it (a branch no value takes)"),
+        ({"$schema": "http://json-schema.org/draft-07/schema#", **_object()}, "inputSchema.$schema: declares "
+         "'http://json-schema.org/draft-07/schema#', PurrA reads only JSON Schema 2020-12 — drop it (the rest is "
+         "then read as 2020-12) or declare https://json-schema.org/draft/2020-12/schema"),
+        (_object(a={"type": "string", "description": None}), "inputSchema.properties.a.description: null — drop it "
+         "or give it a value of its type"),
         (_object(a={"$ref": "#/$defs/gone"}), f'inputSchema.properties.a.$ref: "$ref" {OUTSIDE} — drop it: '
          '"#/$defs/gone" points at nothing in this schema'),
     ],

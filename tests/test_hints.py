@@ -1,7 +1,8 @@
 """Property: the catalog's hints lead to a fix. Over generated refused schemas ($defs and $ref, nested and
-recursive; default, format, pattern; additionalProperties schemas; boolean subschemas; exclusive bounds on integers
-and numbers; output schemas with defaults), doing what each reason says at its path, word for word, makes
-purra-mcp accept the schema. A recursive $ref says it cannot be inlined, and its hint (drop it) is followed too."""
+recursive; a draft-07 $schema; default, format, pattern; null keyword values; additionalProperties schemas; boolean
+subschemas; exclusive bounds on integers and numbers; output schemas with defaults), doing what each reason says at
+its path, word for word, makes purra-mcp accept the schema. A recursive $ref says it cannot be inlined, and its hint
+(drop it) is followed too."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from mcp import types
 from purra_mcp import McpToolLimits
 
 from purra_jupyter import purra_adapter
-from purra_jupyter.catalog import verdict_of
+from purra_jupyter.catalog import DRAFT_2020_12, verdict_of
 
 LIMITS = McpToolLimits()
 NAMES = st.sampled_from(["a", "b", "c"])
@@ -32,7 +33,7 @@ def _strings() -> st.SearchStrategy[dict]:
     return st.fixed_dictionaries(
         {"type": st.just("string")},
         optional={"default": st.just("x"), "format": st.just("uri"), "pattern": st.just("^a"),
-                  "description": st.just("d")},
+                  "description": st.sampled_from(["d", None])},
     )  # fmt: skip
 
 
@@ -94,7 +95,8 @@ def roots(draw: st.DrawFn) -> dict:
         schema["definitions"] = {"D": draw(SUBSCHEMAS)}
     if draw(st.booleans()):  # the whole root given by reference
         schema = {"$ref": "#/$defs/Root", "$defs": {**schema.pop("$defs", {}), "Root": schema}}
-    return schema
+    dialect = draw(st.sampled_from([None, "http://json-schema.org/draft-07/schema#", DRAFT_2020_12]))
+    return schema if dialect is None else {"$schema": dialect, **schema}
 
 
 # --- following the hints, word for word ----------------------------------------------------------------------
