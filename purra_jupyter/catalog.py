@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeGuard
+from urllib.parse import unquote
 
 from . import purra_adapter
 from .connection import Connection
@@ -470,7 +471,7 @@ def _dialect_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str
 def _root_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
     body = _body(schema)
     if isinstance(body, dict) and "$ref" in body:  # the root a person has once its $ref is inlined as told
-        body = _inlined(body, _refs_of(body, _walk(body, where)), _budget(limits))
+        body = _inlined(body, _refs_of(body), _budget(limits))
     if not isinstance(body, dict) or body.get("type") != "object":
         found = body.get("type") if isinstance(body, dict) else type(body).__name__
         return [f'{where}.type: the root type is {json.dumps(found)}, not "object" — wrap the values in an object']
@@ -560,6 +561,7 @@ def _null_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
 #   "use V ..."                       put the JSON value V in its place (``{}``, ``true``)
 #   "use K: V ..."                    replace the keyword with K, of value V, on the same schema
 #   "inline #/… here ..."             put the referenced schema's keywords in place of the ``$ref``
+#   "drop it once every $ref ..."     (``$defs``, ``definitions``) last, once the definitions are fixed and inlined
 # Any other words (merge the branches, list the properties) ask for a person's judgement.
 
 _DEFINITIONS = ("$defs", "definitions")
@@ -616,10 +618,11 @@ class _Refs:
 _MISSING = object()
 
 
-def _refs_of(body: Any, nodes: Iterable[_Node]) -> _Refs:
+def _refs_of(body: Any) -> _Refs:
+    """Every ``$ref`` where purra's profile walks or a definition is, with its target and whether it recurses."""
     targets = {
         node.pointer: _pointer(node.value["$ref"])
-        for node in nodes
+        for node in _walk(body, "")
         if isinstance(node.value, dict) and isinstance(node.value.get("$ref"), str)
     }
     return _Refs(body, targets, _recursive(body, targets))
@@ -631,8 +634,6 @@ def _pointer(ref: str) -> tuple[str, ...] | None:
         return ()
     if not ref.startswith("#/"):
         return None
-    from urllib.parse import unquote
-
     return tuple(unquote(token).replace("~1", "/").replace("~0", "~") for token in ref[2:].split("/"))
 
 
@@ -730,7 +731,7 @@ def _profile_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str
     if not isinstance(body, dict):
         return []
     nodes = list(_walk(body, where))
-    refs = _refs_of(body, nodes)
+    refs = _refs_of(body)
     at: dict[str, _Node] = {}
     for node in nodes:
         at.setdefault(node.path, node)
@@ -881,7 +882,7 @@ def _inlined_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str
     body = _body(schema)
     if not isinstance(body, dict):
         return []
-    refs = _refs_of(body, _walk(body, where))
+    refs = _refs_of(body)
     if (
         not refs.targets
         or purra_adapter.shape_problem(body, limits) is not None

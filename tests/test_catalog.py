@@ -435,6 +435,18 @@ def test_what_inlining_makes_too_big_is_said() -> None:
     assert reasons[-1] == "inputSchema (its definitions inlined): nested 83 levels deep, over 32 — flatten the schema"
 
 
+def test_definitions_that_inlining_copies_past_purras_node_limit_are_said() -> None:
+    """Each definition is used twice by the one before it: inlined, 2^14 copies of the last."""
+    definitions = {f"D{i}": _object(a={"$ref": f"#/$defs/D{i + 1}"}, b={"$ref": f"#/$defs/D{i + 1}"})
+                   for i in range(14)}  # fmt: skip
+    definitions["D14"] = {"type": "string"}
+    reasons = reasons_for({**_object(a={"$ref": "#/$defs/D0"}), "$defs": definitions})
+    assert reasons[-1] == (
+        "inputSchema (its definitions inlined): over 4096 schema nodes — simplify the schema, or keep the "
+        "definitions few and small"
+    )
+
+
 def test_a_default_in_an_output_schema_is_told_to_go_not_to_be_optional() -> None:
     reasons = reasons_for(_object(), _object(count={"type": "integer", "default": 0}))
     assert reasons == [
