@@ -5,13 +5,15 @@ accepted. Each against a hand-written server over stdio, with no wait beyond the
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import version
 
 import pytest
-from conftest import HANG_GUARD, SERVERS, children, raw_config, wait_until
+from conftest import HANG_GUARD, SERVERS, children, raw_config, stop_tree, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.connection import Connection
@@ -149,3 +151,51 @@ def test_a_version_that_is_not_a_versions_name_is_kept_apart(no_child_left: None
     assert "offered a protocol version that is not a version's name" in caught.value.message
     assert "evil" not in caught.value.message and ACCEPTED in caught.value.message
     assert caught.value.server_text == offered
+
+
+# --- over Streamable HTTP -------------------------------------------------------------------------------------
+
+
+@contextmanager
+def era_http(*args: str) -> Iterator[pj.ServerConfig]:
+    """The era server over Streamable HTTP, as a config of the kit."""
+    process = subprocess.Popen(
+        [sys.executable, str(SERVERS / "era_server.py"), "--http", *args], stdout=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().decode()
+    assert line.startswith("listening on http://127.0.0.1:"), line
+    try:
+        yield pj.ServerConfig("era", url=line.split()[-1], timeout=TIMEOUT)
+    finally:
+        stop_tree(process, timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("args", "listed"),
+    [
+        (
+            ["--initialize-error", "-32601", "--versions", "2026-07-28,2027-01-01"],
+            "server/discover lists 2026-07-28 and 2027-01-01",
+        ),
+        (["--discover", "mute"], "error lists 2026-07-28"),  # the discover's exchange is dropped at its wait's end
+    ],
+)
+def test_a_server_of_2026_07_28_over_http_is_named_too(args: list[str], listed: str) -> None:
+    with era_http(*args) as config:
+        error, connection, took = failed_connect(config)
+    assert took < TIMEOUT + 1
+    assert error.code == "mcp_protocol_unsupported"
+    assert MODERN_ONLY in error.message and f"; its {listed}. " in error.message and ACCEPTED in error.message
+    assert initialize_rows(connection)[0].endswith(": asking server/discover")
+
+
+def test_an_http_400_to_initialize_stays_a_failed_connect_with_the_body_apart() -> None:
+    """What 2026-07-28 says a server answers over HTTP to a version it does not speak (HTTP 400 with the -32022 as
+    its body) is an error status to the HTTP transport, read before any JSON-RPC: the connect fails as for any
+    other 4xx, the body (the -32022 and its versions) kept apart. Naming the era there is the HTTP transport's."""
+    with era_http("--http-error-status", "400") as config:
+        error, _, _ = failed_connect(config)
+    assert error.code == "mcp_connect_failed"
+    assert "answered initialize with HTTP 400" in error.message
+    assert '"code": -32022' in error.server_text
