@@ -1,8 +1,10 @@
 """The one seam where what the MCP SDK, anyio and purra-mcp raise becomes a kit code and a one-line message.
 
 A message names only what the kit knows (the server's name, a timeout, a working directory); whatever the server
-chose (an error's text, a line that is not JSON-RPC) goes to ``server_text``, scrubbed before it is cut. The HTTP
-transport reports its failures as each request's ``Failure`` (``http_transport``): none of them comes here.
+chose (an error's text, a line that is not JSON-RPC) goes to ``server_text``, scrubbed before it is cut. The one
+exception is a protocol version, which a refusal names when it is a version's name (a date, a draft's name; no
+secret), so that a person sees which era the server is of. The HTTP transport reports its failures as each request's
+``Failure`` (``http_transport``): none of them comes here.
 """
 
 from __future__ import annotations
