@@ -52,6 +52,7 @@ RESULT_TOO_LARGE = "mcp_result_too_large"
 TOOL_ERROR = "mcp_tool_error"
 CONNECTION_CLOSED = "mcp_connection_closed"
 PROTOCOL_ERROR = "mcp_protocol_error"
+PROTOCOL_UNSUPPORTED = "mcp_protocol_unsupported"  # a protocol version (or era) the kit cannot speak: named
 TIMEOUT = "mcp_timeout"
 TRANSPORT_ERROR = "mcp_transport_error"
 
