@@ -190,12 +190,11 @@ def test_a_server_of_2026_07_28_over_http_is_named_too(args: list[str], listed: 
     assert initialize_rows(connection)[0].endswith(": asking server/discover")
 
 
-def test_an_http_400_to_initialize_stays_a_failed_connect_with_the_body_apart() -> None:
-    """What 2026-07-28 says a server answers over HTTP to a version it does not speak (HTTP 400 with the -32022 as
-    its body) is an error status to the HTTP transport, read before any JSON-RPC: the connect fails as for any
-    other 4xx, the body (the -32022 and its versions) kept apart. Naming the era there is the HTTP transport's."""
+def test_an_http_400_carrying_the_initialize_error_names_the_era() -> None:
+    """What 2026-07-28 has a server answer over HTTP to a version it does not speak: HTTP 400 with the -32022 as
+    its body. The body is the JSON-RPC error answering initialize, so the era is named as over stdio."""
     with era_http("--http-error-status", "400") as config:
-        error, _, _ = failed_connect(config)
-    assert error.code == "mcp_connect_failed"
-    assert "answered initialize with HTTP 400" in error.message
-    assert '"code": -32022' in error.server_text
+        error, connection, _ = failed_connect(config)
+    assert error.code == "mcp_protocol_unsupported"
+    assert MODERN_ONLY in error.message and ACCEPTED in error.message
+    assert initialize_rows(connection)[0].endswith(": asking server/discover")
