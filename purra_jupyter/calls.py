@@ -30,7 +30,7 @@ from traitlets import Enum, HasTraits
 from . import raw_schema, runner
 from .activity import Activity, ActivityLines
 from .bindings import Bindings, WriteTerms, make_binding
-from .catalog import READ, ToolVerdict, reasons_note, write_hint
+from .catalog import READ, Catalog, ToolVerdict, reasons_note, write_hint
 from .config import check_timeout
 from .connection import CancelToken, Connection
 from .envelope import Envelope, RawResult
@@ -387,7 +387,7 @@ class TaskEnded(Exception):
     """A task the server ended without a result (cancelled on its side)."""
 
 
-def check_task(catalog: Any, remote: str, *, raw: bool) -> None:
+def check_task(catalog: Catalog, remote: str, *, raw: bool) -> None:
     """Whether ``remote`` may run as a task: on the raw path (PurrA calls tools directly), and a tool whose
     ``execution.taskSupport`` is optional or required."""
     if not raw:
