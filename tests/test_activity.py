@@ -27,6 +27,7 @@ from purra_jupyter.wire import (
     EVENT_TASK,
     INTERRUPTED,
     RUNNING,
+    TIMEOUT,
     TOOL_ERROR,
     WIDGET_MIME,
 )
@@ -211,6 +212,14 @@ def test_a_task_cancelled_with_the_button_is_cancelled_on_the_server(everything:
     assert pending.result.error_code == INTERRUPTED
     assert pending.activity.view.task.status == "cancelled"
     assert everything.log.events(EVENT_TASK)[-1].detail.endswith("cancelled on the server (cancelled)")
+
+
+def test_a_task_that_outlives_its_timeout_is_cancelled_on_the_server(everything: Any) -> None:
+    result = everything.call("simulate-research-query", {"topic": "slow"}, raw=True, task=True, approve=True,
+                             timeout=1.5)  # fmt: skip
+    assert result.error_code == TIMEOUT, result
+    assert everything.log.events(EVENT_TASK)[-1].detail.endswith("cancelled on the server (cancelled)")
+    assert everything.ping() > 0  # the session goes on
 
 
 def test_a_task_required_tool_called_without_a_task_says_how_to_run_it(everything: Any) -> None:
