@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import Future
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
@@ -47,11 +48,14 @@ from .wire import (
     EVENT_ERROR,
     EVENT_INITIALIZE,
     EVENT_LIST_CHANGED,
+    EVENT_RESOURCE_UPDATED,
     EVENT_SDK,
     EVENT_SERVER_LOG,
     EVENT_SETTING,
     FAILED,
+    PROMPTS,
     READY,
+    RESOURCES,
     RESULT_TOO_LARGE,
     STALE,
     STATES,
@@ -280,6 +284,9 @@ class Connection(HasTraits):
         self._client: ClientSession | None = None
         self._listeners: list[Callable[[str], None]] = []  # of the server's log lines (see ``listening``)
         self.ending = Ending()
+        # How often the server said its resources or prompts changed (``RESOURCES``, ``PROMPTS``): listings of them
+        # know they are stale by it; the session stays ready (its tools did not change). purra's monitor counts tools.
+        self.list_changes: Counter[str] = Counter()
         self._host: runner.HostedContext[InitializeResult] = runner.HostedContext(self._session, self._ended)
 
     @property
@@ -456,6 +463,23 @@ class Connection(HasTraits):
             self.log.add(EVENT_SERVER_LOG, line)
             for listener in tuple(self._listeners):
                 listener(line)
+        elif isinstance(message, types.ServerNotification):
+            self._offerings_notice(message.root)
+
+    def _offerings_notice(self, notice: Any) -> None:
+        """What the server says of its resources and prompts: a list that changed (counted in ``list_changes``,
+        logged) or a resource that was updated (logged)."""
+        from mcp import types
+
+        kind = (RESOURCES if isinstance(notice, types.ResourceListChangedNotification)
+                else PROMPTS if isinstance(notice, types.PromptListChangedNotification) else None)  # fmt: skip
+        if kind is not None:
+            self.list_changes[kind] += 1
+            self.log.add(EVENT_LIST_CHANGED, f"{kind} changed (revision {self.list_changes[kind]}); listed again on "
+                         "next use")  # fmt: skip
+        elif isinstance(notice, types.ResourceUpdatedNotification):
+            said = self.scrub(f"resource updated: {notice.params.uri}")  # scrubbed before it is cut
+            self.log.add(EVENT_RESOURCE_UPDATED, one_line(said, DETAIL_CHARS))
 
     @contextmanager
     def listening(self, listener: Callable[[str], None]) -> Iterator[None]:

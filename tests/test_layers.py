@@ -29,6 +29,7 @@ LAYERS = [
     ("catalog",),
     ("bindings",),
     ("envelope",),
+    ("offerings",),
     ("calls",),
     ("evaluate",),
     ("ui",),
