@@ -199,12 +199,16 @@ class Offerings:
         spec = _SPECS[self.kind]
         return pd.DataFrame(self.rows(), columns=list(spec.columns)).set_index(spec.key)
 
+    def _count(self) -> str:
+        """``7 resources``, ``1 prompt``."""
+        return f"{len(self)} {self.kind if len(self) != 1 else self.kind.removesuffix('s')}"
+
     def _stale_note(self) -> str:
         spec = _SPECS[self.kind]
         return f"stale: the server changed its {spec.changes} since this listing; {spec.magic} lists them again"
 
     def __repr__(self) -> str:
-        head = f"{len(self)} {self.kind} of {self.server} — {OFFERINGS_LABEL}"
+        head = f"{self._count()} of {self.server} — {OFFERINGS_LABEL}"
         lines = [head, *([f"  {self._stale_note()}"] if self.stale else [])]
         for row in self.rows():
             lines.append(
@@ -216,7 +220,7 @@ class Offerings:
         columns = _SPECS[self.kind].columns
         rows = (tag("tr", join(td(_shown(row.get(c)), wrapped=True) for c in columns)) for row in self.rows())
         stale = tag("p", self._stale_note(), style=f"color:{WARN_COLOR}") if self.stale else None
-        head = tag("div", tag("b", f"{len(self)} {self.kind}"), f" · {self.server} · {OFFERINGS_LABEL}")
+        head = tag("div", tag("b", self._count()), f" · {self.server} · {OFFERINGS_LABEL}")
         body = table(columns, rows) if self.items else tag("p", f"The server lists no {self.kind}.")
         html = tag("div", head, stale, body, class_="purra-offerings")
         return {"text/html": str(html), "text/plain": repr(self)}
