@@ -547,11 +547,11 @@ class Offered:
         """Whether the server offers completions (``completion/complete``)."""
         return "completions" in self.connection.hello.capabilities
 
-    def listing(self, kind: str, *, again: bool = False) -> Offerings:
-        """The listing of ``kind`` (``RESOURCES``, ``TEMPLATES``, ``PROMPTS``): the last one unless it is stale
-        or ``again``; ``mcp_capability_missing`` when the server offers none."""
+    def listing(self, kind: str) -> Offerings:
+        """The listing of ``kind`` (``RESOURCES``, ``TEMPLATES``, ``PROMPTS``): the last one unless it is stale;
+        ``mcp_capability_missing`` when the server offers none."""
         listed = self._listed.get(kind)
-        if listed is None or listed.stale or again:
+        if listed is None or listed.stale:
             listed = self.connection.request(lambda client: self._list(client, kind))
             self._listed[kind] = listed
         return listed

@@ -206,6 +206,8 @@ class Offering(Server[Any, Any]):
         self.get_prompt()(get)
 
     async def _complete(self, ref: Any, argument: types.CompletionArgument, context: Any) -> types.Completion:
+        if argument.name == "flood":
+            return types.Completion(values=[f"{n}\n{SCRIPT}{'x' * 500}" for n in range(100)], hasMore=True)
         chosen = dict(context.arguments or {}) if context is not None else {}
         values = [f"{argument.value}{suffix}" for suffix in ("-a", "-b")] + [f"{k}:{v}" for k, v in chosen.items()]
         return types.Completion(values=values, total=len(values), hasMore=False)
@@ -353,6 +355,9 @@ def test_completions_follow_the_typed_value_and_the_other_fields() -> None:
         with pytest.raises(pj.McpSessionError) as one_of:
             session.complete("a")
         assert one_of.value.code == "mcp_config_invalid"
+        flood = session.complete("flood", prompt="p")  # a server's values: one line each, cut
+        assert len(flood) == 100 and all("\n" not in value and len(value) <= 200 for value in flood)
+        assert flood[0].startswith("0") and SCRIPT in flood[0]
 
 
 def test_a_server_without_the_capabilities_says_so() -> None:
