@@ -13,9 +13,13 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
+import anyio
 import pytest
 from conftest import assert_safe, demo_in_memory, tokens, wait_until
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
@@ -34,6 +38,7 @@ from purra_jupyter.wire import (
     PAGINATION_INVALID,
     PROTOCOL_ERROR,
     RESULT_TOO_LARGE,
+    TIMEOUT,
 )
 
 EVERYTHING = Path(__file__).parent / "servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -183,6 +188,8 @@ class Offering(Server[Any, Any]):
             return types.ListResourcesResult(resources=listed, nextCursor=cursor)
 
         async def read(uri: AnyUrl) -> list[ReadResourceContents]:
+            if str(uri) == "test://slow":
+                await anyio.sleep(30)
             if str(uri) not in self.contents:
                 raise ValueError(f"no resource {uri}")
             return self.contents[str(uri)]
@@ -206,6 +213,8 @@ class Offering(Server[Any, Any]):
         self.get_prompt()(get)
 
     async def _complete(self, ref: Any, argument: types.CompletionArgument, context: Any) -> types.Completion:
+        if argument.name == "broken":
+            raise ValueError("no completions for that")
         if argument.name == "flood":
             return types.Completion(values=[f"{n}\n{SCRIPT}{'x' * 500}" for n in range(100)], hasMore=True)
         chosen = dict(context.arguments or {}) if context is not None else {}
@@ -456,3 +465,33 @@ def test_the_demo_offers_its_documents_and_a_prompt() -> None:
         assert summary.text == ["Summarize in one line:"] and "demo://documents/doc-2" in html_of(summary)
         form = session.prompt_form("summarize")
         assert isinstance(form, OfferingForm) and form.button.description == "Get prompt"
+
+
+@given(st.text(max_size=40))
+def test_a_value_is_percent_encoded_so_that_it_decodes_back(value: str) -> None:
+    expanded = expand("test://t/{id}", {"id": value})
+    tail = expanded.removeprefix("test://t/")
+    assert unquote(tail) == value and all(c.isalnum() or c in "-._~%" for c in tail), expanded
+
+
+def test_a_read_past_its_timeout_is_cancelled_and_the_session_stays_ready() -> None:
+    with connect(Offering(contents={"test://x": text("x", "text/plain")})) as session:
+        with pytest.raises(pj.McpSessionError) as late:
+            session.read_resource("test://slow", timeout=0.5)
+        assert late.value.code == TIMEOUT
+        assert session.state == "ready" and session.read_resource("test://x").text == "x"
+
+
+def test_a_form_shows_what_failed_in_words_and_code() -> None:
+    template = types.ResourceTemplate(uriTemplate="test://t/{broken}", name="t")
+    with connect(Offering(templates=[template])) as session:
+        form = session.resource_form("test://t/{broken}")
+        form.fields["broken"].value = "1"
+        asked = form.ask("broken")
+        assert asked is not None and asked.result(timeout=10) is None
+        assert f"completions of broken: {PROTOCOL_ERROR}" in form.status.value and form.fields["broken"].options == ()
+        submitted = form.submit()
+        assert submitted is not None
+        failed = submitted.result(timeout=10)
+        assert isinstance(failed, pj.McpSessionError) and failed.code == PROTOCOL_ERROR and form.result is failed
+        assert "no resource test://t/1" in failed.server_text
