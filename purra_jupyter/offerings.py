@@ -56,6 +56,7 @@ SOURCE_NOTE = "source, shown as text (never rendered)"  # HTML and SVG
 PREVIEW_ROWS = 50  # rows of a CSV shown; the text holds the rest
 COMPLETION_VALUES = 100  # the most values of one completion the kit takes (MCP's own bound)
 COMPLETION_CHARS = 200  # ... each cut to this many characters, on one line
+CELL_CHARS = 2000  # the most of one listing cell shown (the item keeps all of it)
 _SOURCE_TYPES = ("text/html", "application/xhtml+xml", "image/svg+xml")
 
 
@@ -227,7 +228,8 @@ class Offerings:
 
 
 def _shown(value: Any) -> str:
-    return "" if value is None else str(value)
+    """A cell as a person reads it: on one line, invisible characters written as escapes, cut."""
+    return "" if value is None else one_line(str(value), CELL_CHARS)
 
 
 async def _list(client: ClientSession, kind: str, limits: McpToolLimits, server: str) -> list[dict[str, Any]]:

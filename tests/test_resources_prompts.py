@@ -293,7 +293,8 @@ def test_other_binary_is_its_size_and_digest() -> None:
 
 def test_hostile_listings_and_mime_types_are_text() -> None:
     hostile = f"{SCRIPT}<img src=x onerror=alert(3)>"
-    resource = types.Resource(uri=AnyUrl("test://x"), name=hostile, title=hostile, description=hostile,
+    shown = f"{hostile}\\u202e"  # a right-to-left override, written as its escape
+    resource = types.Resource(uri=AnyUrl("test://x"), name=f"{hostile}\u202e", title=hostile, description=hostile,
                               mimeType='text/plain"><script>x()</script>',
                               annotations=types.Annotations(audience=["user"], priority=0.5))  # fmt: skip
     template = types.ResourceTemplate(uriTemplate="test://t/{id}", name=hostile, description=hostile)
@@ -304,6 +305,8 @@ def test_hostile_listings_and_mime_types_are_text() -> None:
     with connect(server) as session:
         for listing in (session.resources, session.resource_templates, session.prompts):
             assert_safe(html_of(listing), hostile)
+        assert_safe(html_of(session.resources), shown)
+        assert "\u202e" not in html_of(session.resources) and shown in plain_of(session.resources)
         assert '"priority": 0.5' in session.resources.to_frame().loc["test://x", "annotations"]
         read = session.read_resource("test://x")
         assert_safe(html_of(read), hostile, 'text/plain"><script>x()</script>')

@@ -89,7 +89,7 @@ class OfferingForm(widgets.VBox):
 
     @staticmethod
     def _box(spec: FieldSpec) -> widgets.Combobox:
-        label = f"{spec.name}{' *' if spec.required else ''}"
+        label = f"{one_line(spec.name, PLACEHOLDER_CHARS)}{' *' if spec.required else ''}"
         return widgets.Combobox(
             description=label,
             placeholder=one_line(spec.description, PLACEHOLDER_CHARS),
