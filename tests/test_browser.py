@@ -1170,13 +1170,16 @@ SERVER_CELLS = {
         'ev.call("toggle-simulated-logging", {}, raw=True, approve=True).ok'
     ),
     "running": 'pending = ev.call("trigger-long-running-operation", {"duration": 12, "steps": 12}, raw=True)\npending',
+    "resources": "ev.resources",
+    "prompt": 'ev.get_prompt("args-prompt", {"city": "Paris", "state": "TX"})',
 }
 ACTIVITY = ".purra-approval .purra-activity"
 
 
 def test_the_servers_log_lines_and_progress_appear_under_a_running_call(tmp_path: Path, browser: Browser) -> None:
     """server-everything's progress (a bar and its words) and its simulated log lines show under the approved
-    call while it runs, read in both themes, and stay in its record once it settled."""
+    call while it runs, and stay in its record once it settled; its resource table and a prompt it gave render;
+    all of it reads in both themes (WCAG AA)."""
     page = browser.page
     cell = lambda name: page.locator(".jp-Notebook .jp-Cell").nth(list(SERVER_CELLS).index(name))  # noqa: E731
     with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
@@ -1194,7 +1197,12 @@ def test_the_servers_log_lines_and_progress_appear_under_a_running_call(tmp_path
             expect(activity.locator("progress, .widget-progress, .progress-bar").first).to_be_visible()
             expect(activity).to_contain_text("-level message")  # a log line of the server's, as it came
             expect(running.locator(".purra-approval-state")).to_have_text("approved, running")
-            assert_contrast(browser, "server-running", {"running": running})
+            resources, prompt = cell("resources").locator(".purra-offerings"), cell("prompt").locator(".purra-prompt")
+            expect(resources.locator("tbody tr")).to_have_count(7)
+            expect(resources).to_contain_text("demo://resource/static/document/architecture.md")
+            expect(prompt.locator(".purra-prompt-message")).to_contain_text("What's weather in Paris, TX?")
+            shots = {"running": running, "resources": cell("resources"), "prompt": cell("prompt")}
+            assert_contrast(browser, "server-running", shots)
             record = running.locator(RAW_RESULT)
             expect(record.locator(".jp-PurraRenderer-activity")).to_contain_text("progress 12 of 12 (100%)",
                                                                                  timeout=STEP)  # fmt: skip
