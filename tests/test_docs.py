@@ -71,7 +71,7 @@ def test_the_guide_lists_the_frames_real_columns() -> None:
 def test_the_readme_is_short_shows_pip_install_and_points_only_inside_the_repository() -> None:
     assert len(README.splitlines()) <= 200
     assert "pip install purra-jupyter" in README
-    assert "://" not in README  # no badge, no link out
+    assert not re.search(r"(https?|ftp|file)://", README)  # no badge, no link out (a demo:// resource is no link)
     links = re.findall(r"\]\(([^)]+)\)", README)
     assert links
     for link in links:
@@ -108,6 +108,11 @@ def test_the_readme_quickstart_runs_on_a_real_kernel(tmp_path: Path) -> None:
     assert unapproved.startswith("void (void: the session is closed; nothing was sent)")
     table = shown['hits = %mcp_call demo search_documents --yes {"query": "PurrA", "limit": 3}']["data"]["text/plain"]
     assert table.split()[:3] == ["id", "title", "score"] and "doc-4" in table
+    assert "demo://documents/{id}" in shown["%mcp_resources demo"]["data"]["text/plain"]
+    read = shown["%mcp_read demo demo://documents/doc-1"]["data"]["text/plain"]
+    assert read.startswith("Resource demo demo://documents/doc-1: 1 contents") and "Model Context Protocol" in read
+    prompt = shown['%mcp_prompt demo summarize {"id": "doc-1"}']["data"]["text/plain"]
+    assert "user: Summarize in one line:" in prompt
     closed = [output["text"] for source, output in outputs if source.startswith("%mcp_disconnect")]
     assert closed == ["Closed session 'demo'.\n"]
 
