@@ -145,7 +145,7 @@ class BuggyPlan:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._plan, name)
 
-    async def run(self, cancel: Any) -> Any:
+    async def run(self, cancel: Any, activity: Any) -> Any:
         raise KeyError("a row the kit forgot")
 
 
