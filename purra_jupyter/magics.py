@@ -551,6 +551,12 @@ class McpMagics(Magics, Configurable):
     @argument("tool", help="the tool (local or remote name)")
     @argument("--raw", action="store_true", help="a raw MCP call, for tools outside the PurrA profile")
     @argument("--form", action="store_true", help="show an argument form instead of calling")
+    @argument(
+        "--unchecked",
+        action="store_true",
+        help="with --raw: send the arguments without checking them against the tool's schema, to probe the "
+        "server's own validation (still behind approval, which says so; a raw form has its own toggle)",
+    )
     @argument("--yes", action="store_true", help="approve this call in code (logged as such)")
     @argument("--timeout", type=float, help="seconds for this call (at most 300)")
     @argument("--args", metavar="VARIABLE", help="take the arguments from a dict in a notebook variable")
@@ -562,6 +568,7 @@ class McpMagics(Magics, Configurable):
         Usage::
 
             %mcp_call NAME TOOL [--raw] [--yes] [--timeout S] {"json": "arguments"}
+            %mcp_call NAME TOOL --raw --unchecked {...}  sent unchecked: the server's own validation decides
             %mcp_call NAME TOOL --args VARIABLE          arguments from a Python dict
             %mcp_call NAME TOOL --form                   an argument form
             %%mcp_call NAME TOOL [--raw] [--yes]         the cell holds the JSON arguments
@@ -579,7 +586,7 @@ class McpMagics(Magics, Configurable):
             if args.form:
                 return session.form(args.tool)
             return session.call(args.tool, arguments, approve=True if args.yes else None, raw=args.raw,
-                                timeout=args.timeout)  # fmt: skip
+                                timeout=args.timeout, check_arguments=not args.unchecked)  # fmt: skip
 
     @line_magic
     @magic_arguments()

@@ -269,6 +269,7 @@ class McpSession(HasTraits):
         approve: bool | None = None,
         raw: bool = False,
         timeout: float | None = None,
+        check_arguments: bool = True,
     ) -> Envelope | RawResult | PendingCall:
         """Call ``tool`` (a local or remote name) and return its result; tool failures never raise.
 
@@ -278,9 +279,12 @@ class McpSession(HasTraits):
         ``approve=True`` approves this call in code (logged as such); otherwise the session's policy
         decides: ``prompt`` returns a ``PendingCall`` that displays as the approval widget and sends
         nothing until approved; ``deny`` refuses every call, ``approve=True`` included. ``timeout`` is in
-        seconds (at most 300); when the kit stops waiting, the server is told to cancel the call."""
+        seconds (at most 300); when the kit stops waiting, the server is told to cancel the call.
+        ``check_arguments=False`` (with ``raw=True`` only) sends the arguments without checking them against the
+        tool's schema, to probe the server's own validation; still behind approval, which says so."""
         check_approve(approve)
-        plan = plan_call(self.connection, self._bindings, tool, arguments, raw=raw, timeout=timeout)
+        plan = plan_call(self.connection, self._bindings, tool, arguments, raw=raw, timeout=timeout,
+                         check_arguments=check_arguments)  # fmt: skip
         return refusal(plan) or self._decide(plan, approve)
 
     def evaluate(
@@ -319,11 +323,12 @@ class McpSession(HasTraits):
 
     def form(self, tool: str) -> SchemaForm:
         """An argument form for ``tool``, generated from its input schema; its "Review call" button
-        produces the ``PendingCall`` (a JSON editor for tools outside the profile)."""
+        produces the ``PendingCall`` (for a tool outside the profile: a raw form of its own schema, which can
+        also send without checking)."""
         from .ui.forms import tool_form
 
         remote = self._bindings.remote_name(tool)
-        review = lambda arguments, raw: self.call(remote, arguments, raw=raw)  # noqa: E731
+        review = lambda arguments, raw, checked: self.call(remote, arguments, raw=raw, check_arguments=checked)  # noqa: E731
         return tool_form(self.catalog[remote], limits=self.limits, review=review)
 
     def status_widget(self) -> SessionStatus:
