@@ -325,7 +325,8 @@ class UnionField(Field):
         super().__init__(*args, **kwargs)
         self.branches = [build_field(branch, self.path, f"option {i + 1}", True, self.form, refs=self.refs)
                          for i, branch in enumerate(branches)]  # fmt: skip
-        options = [(_branch_label(branch, i), i) for i, branch in enumerate(branches)]
+        options = [(_branch_label(branch, built.schema, i), i) for i, (branch, built) in
+                   enumerate(zip(branches, self.branches, strict=True))]  # fmt: skip
         if not self.required:
             options.insert(0, (UNSET_LABEL, -1))
         self.selector = widgets.Dropdown(options=options)
@@ -431,6 +432,7 @@ def _field_for(
         kind = "object"  # (a schema that lists properties and forgot its type)
     if (
         form.raw
+        and not root  # (a tool that takes no arguments: an empty form)
         and kind == "object"
         and not schema.get("properties")
         and schema.get("additionalProperties") is not False
@@ -762,6 +764,9 @@ def _span(schema: Mapping[str, Any], low: str, high: str) -> str:
     return f"at least {schema[low]}" if low in schema else f"at most {schema[high]}" if high in schema else ""
 
 
-def _branch_label(branch: Mapping[str, Any], index: int) -> str:
-    label = branch.get("title") or branch.get("type") or f"option {index + 1}"
+def _branch_label(branch: Mapping[str, Any], resolved: Mapping[str, Any], index: int) -> str:
+    """A branch's name in the choice: its title, the name its reference gives (``#/$defs/Circle``), its type."""
+    ref = branch.get("$ref")
+    named = ref.rsplit("/", 1)[-1] if isinstance(ref, str) and "/" in ref else None
+    label = resolved.get("title") or named or resolved.get("type") or f"option {index + 1}"
     return str(label) if not isinstance(label, list) else "/".join(map(str, label))
