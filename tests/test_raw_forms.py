@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from html import escape
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -604,3 +605,25 @@ def test_mcp_call_raw_unchecked_proposes_the_call_unchecked(ip: Any) -> None:
         assert refused.error_code == "mcp_invalid_arguments"
         help_text = ip.run_line_magic("mcp_call", "--help")
         assert "--unchecked" in str(help_text)
+
+
+EVERYTHING = Path(__file__).parent / "servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+
+def test_against_the_published_everything_server_a_default_is_sent_and_its_own_validation_answers() -> None:
+    assert EVERYTHING.exists(), "scripts/test installs tests/servers' npm packages"
+    config = pj.ServerConfig("everything", command="node", args=[str(EVERYTHING), "stdio"])
+    with pj.connect(config) as session:
+        links = session.form("get-resource-links")  # draft-07, a number with a default of 3
+        assert links.raw and links.fields["$.count"].input.value == "3"
+        result = approved(links)
+        assert result.ok and result.content[0]["text"].startswith("Here are 3 resource links")
+        assert len(result.content) == 4  # the line, and the 3 links the default asked for
+
+        echo = session.form("echo")
+        echo.unchecked.value = True  # `message` left empty: left out, and the server's validation answers
+        refused = approved(echo)
+        assert refused.error_code == "mcp_tool_error" and "Input validation error" in refused.content[0]["text"]
+        assert "message" in refused.content[0]["text"]
+        checked = session.call("echo", {"message": 3}, raw=True)  # checked: refused here, nothing sent
+        assert checked.error_code == "mcp_invalid_arguments" and "nothing was sent" in checked.message
