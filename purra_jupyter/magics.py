@@ -57,6 +57,7 @@ _MAGIC_WORDS = (
     ("pj.sessions() lists them", "%mcp_sessions lists them"),
     ("Call refresh() first", "Run %mcp_catalog NAME --refresh first"),
     ("Explore it with raw=True", "Explore it with --raw"),
+    ("check_arguments=False is for raw calls only (raw=True)", "--unchecked is for raw calls only (--raw)"),
     (KEPT_APART, "shown above, as text"),
 )
 SERVER_STDERR_LABEL = "what the server said (its own words, shown as text)"

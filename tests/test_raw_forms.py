@@ -15,10 +15,12 @@ import pytest
 from conftest import wait_until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from IPython.core.error import UsageError
 from mcp import types
 from mcp.server.lowlevel import Server
 
 import purra_jupyter as pj
+from purra_jupyter import raw_schema
 from purra_jupyter.envelope import RawResult
 from purra_jupyter.ui.approval import UNCHECKED_BANNER, PendingCall
 from purra_jupyter.ui.forms import (
@@ -604,7 +606,18 @@ def test_mcp_call_raw_unchecked_proposes_the_call_unchecked(ip: Any) -> None:
         refused = ip.run_line_magic("mcp_call", 'echo count --raw {"count": "many"}')
         assert refused.error_code == "mcp_invalid_arguments"
         help_text = ip.run_line_magic("mcp_call", "--help")
-        assert "--unchecked" in str(help_text)
+        assert "--unchecked" in str(help_text) and "probe the server's own validation" in str(help_text)
+        with pytest.raises(UsageError) as raised:
+            ip.run_line_magic("mcp_call", 'echo count --unchecked {"count": 0}')
+        assert str(raised.value).startswith("mcp_config_invalid: --unchecked is for raw calls only (--raw)")
+        assert session.connection.config.server.received == []
+
+
+def test_openapi_nullable_admits_null_in_the_raw_check() -> None:
+    check = raw_schema.checker({"type": "object", "properties": {"x": {"type": "string", "nullable": True},
+                                                                 "y": {"type": "string"}}})  # fmt: skip
+    assert check({"x": None}) is None and check({"x": "text"}) is None
+    assert check({"x": 3}) is not None and check({"y": None}) is not None  # only where the node says so
 
 
 EVERYTHING = Path(__file__).parent / "servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
