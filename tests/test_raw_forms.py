@@ -24,6 +24,7 @@ from purra_jupyter import raw_schema
 from purra_jupyter.envelope import RawResult
 from purra_jupyter.ui.approval import UNCHECKED_BANNER, PendingCall
 from purra_jupyter.ui.forms import (
+    MAX_FIELDS,
     REF_DEPTH,
     UNCHECKED_LABEL,
     UNSET_LABEL,
@@ -34,6 +35,7 @@ from purra_jupyter.ui.forms import (
     NullableField,
     NumberField,
     ObjectField,
+    SchemaForm,
     TextField,
     ToolForm,
     UnionField,
@@ -605,12 +607,28 @@ def test_mcp_call_raw_unchecked_proposes_the_call_unchecked(ip: Any) -> None:
         assert "Input validation error" in pending.result.content[0]["text"]
         refused = ip.run_line_magic("mcp_call", 'echo count --raw {"count": "many"}')
         assert refused.error_code == "mcp_invalid_arguments"
-        help_text = ip.run_line_magic("mcp_call", "--help")
-        assert "--unchecked" in str(help_text) and "probe the server's own validation" in str(help_text)
+        help_text = " ".join(str(ip.run_line_magic("mcp_call", "--help")).split())
+        assert "--unchecked" in help_text and "probe the server's own validation" in help_text
         with pytest.raises(UsageError) as raised:
             ip.run_line_magic("mcp_call", 'echo count --unchecked {"count": 0}')
         assert str(raised.value).startswith("mcp_config_invalid: --unchecked is for raw calls only (--raw)")
         assert session.connection.config.server.received == []
+
+
+def test_references_that_fan_out_build_a_bounded_form() -> None:
+    """Twelve definitions each referring twice to the next would be 2**12 fields; a server's schema must not make
+    the kernel build them: past MAX_FIELDS, a node is a JSON field saying why."""
+    defs: dict[str, Any] = {}
+    for i in range(12):
+        child = {"$ref": f"#/$defs/d{i + 1}"}
+        defs[f"d{i}"] = {"type": "object", "properties": {"l": child, "r": child}}
+    defs["d12"] = {"type": "string"}
+    schema = {"type": "object", "$defs": defs, "properties": {"top": {"$ref": "#/$defs/d0"}}}
+    form = SchemaForm(schema, raw_schema.checker(schema), raw=True)
+    assert form.built <= MAX_FIELDS + 2 * 12  # (the JSON fields standing in: at most one per sibling on a path)
+    capped = [field for field in form.fields.values() if f"at most {MAX_FIELDS} fields" in field.help.value]
+    assert capped and all(isinstance(field, JsonField) for field in capped)
+    assert form.arguments() == {}  # (every object optional: nothing included yet)
 
 
 def test_openapi_nullable_admits_null_in_the_raw_check() -> None:

@@ -41,6 +41,7 @@ LABEL_WIDTH = "12em"
 AGAIN = "run the cell again to fill in the form"  # what brings back a dead form
 UNCHECKED_LABEL = "send without checking (probe the server's validation)"
 REF_DEPTH = 3  # how many times one $ref is followed along a path before the rest is a JSON field
+MAX_FIELDS = 400  # fields one form builds (a server's references can fan out): past it, a node is a JSON field
 _UNSET: Any = object()  # an optional field with no value: left out of the arguments
 # Keywords a form cannot hold: a node that has one is a JSON field (checked by the schema all the same).
 UNFORMABLE = ("not", "if", "then", "else", "patternProperties", "dependentSchemas", "dependencies", "prefixItems",
@@ -78,6 +79,7 @@ class Field:
         self.required = required
         self.form = form
         self.refs = refs
+        form.built += 1
         self.error = widgets.HTML("")
         form.fields[path] = form.fields.get(path, self)
         title = schema.get("title") or label
@@ -408,6 +410,10 @@ def _field_for(
     root: bool,
 ) -> Field:
     args = (schema, path, label, required, form)
+    properties = schema.get("properties")
+    wanted = 1 + (len(properties) if isinstance(properties, Mapping) else 0)
+    if not note and form.built + wanted > MAX_FIELDS:
+        note = f"typed as JSON: the form holds at most {MAX_FIELDS} fields"
     if note:
         return JsonField(*args, refs=refs, note=note)
     unformable = next((keyword for keyword in UNFORMABLE if keyword in schema), None)
@@ -523,6 +529,7 @@ class SchemaForm(widgets.VBox):
         self.problem_path: str | None = None  # where the arguments fail, if they do
         self._building = True
         self._prefilling = 0
+        self.built = 0  # fields built so far (see MAX_FIELDS)
         self.problem = widgets.HTML("")
         self.review_button = widgets.Button(description="Review call", button_style="primary", disabled=True)
         self.unchecked: widgets.Checkbox | None = None
