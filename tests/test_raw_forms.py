@@ -232,6 +232,9 @@ def approved(form: ToolForm) -> RawResult:
     form.review_button.click()
     pending = form.pending
     assert isinstance(pending, PendingCall) and pending.job.raw
+    shown = pending.job.shown_arguments[1]  # the approval shows exactly what the form holds, defaults included
+    assert exact(shown) == exact(form.arguments())
+    assert escape(json.dumps(shown, indent=2, ensure_ascii=False)) in pending.widget.children[0].value
     pending.widget.approve_button.click()
     wait_until(lambda: pending.state == "done", what="the approved call")
     result = pending.result
