@@ -523,7 +523,7 @@ def test_only_the_nodes_a_form_cannot_hold_are_json_fields_each_with_its_reason(
         form = session.form("partly_json")
         assert isinstance(form.fields["$.name"], TextField)
         reasons = {"not_zero": "&#x27;not&#x27;", "either": "&#x27;if&#x27;", "tags": "&#x27;patternProperties&#x27;",
-                   "labels": "keys of your choice", "outside": "not in the schema itself"}  # fmt: skip
+                   "labels": "keys of your choice", "outside": "never fetches"}  # fmt: skip
         for name, reason in reasons.items():
             field = form.fields[f"$.{name}"]
             assert isinstance(field, JsonField) and reason in field.help.value, (name, field.help.value)

@@ -472,7 +472,8 @@ def _resolved(
                 return node, refs, f"typed as JSON: {ref} refers to itself, and the form follows it {REF_DEPTH} times"
             target = local_target(document, ref)
             if not isinstance(target, Mapping | bool):
-                return node, refs, f"typed as JSON: {ref} is not in the schema itself (the kit never fetches one)"
+                return node, refs, (f"typed as JSON: the form follows #/... pointers within the schema only, not "
+                                    f"{ref} (the kit never fetches a schema)")  # fmt: skip
             rest = {key: value for key, value in node.items() if key != "$ref"}
             found: Mapping[str, Any] = {} if target is True else {"not": {}} if target is False else target
             node, refs = _merged(found, rest), (*refs, ref)
