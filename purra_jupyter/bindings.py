@@ -390,6 +390,12 @@ class Bindings(HasTraits):
         with ``assume_read_only`` the declaration stands, and the note returned is logged with it."""
         return _read_declaration_note(self.catalog, self.connection.name, remote, assume_read_only=assume_read_only)
 
+    def _admitted(self, remote: str) -> bool:
+        """Whether purra-mcp's own checks (schema, name, description, tasks) let ``remote`` be bound: only then
+        do its server's hints matter, since no declaration makes a refused tool bindable."""
+        catalog = self.catalog
+        return remote not in catalog or catalog[remote].callable
+
     # --- changing (each one request on the loop, within the session's timeout) ----------------
 
     def bind(
@@ -407,7 +413,7 @@ class Bindings(HasTraits):
         self._check_current()
         local = options.get("local_name") or default_local_name(remote)
         note = ""
-        if effect == READ:
+        if effect == READ and self._admitted(remote):  # a refused tool: purra-mcp's refusal comes first, below
             note = self.check_read_declaration(remote, assume_read_only=assume_read_only)
         elif options.get("scope_validator") is allow_any_scope:
             note = " with pj.allow_any_scope: no scope is checked"

@@ -13,21 +13,24 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 import time
 from collections.abc import Mapping
 from concurrent import futures
 from concurrent.futures import Future
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
 from traitlets import Any as AnyTrait
 from traitlets import Enum, HasTraits
 
 from . import raw_schema, runner
+from .activity import Activity, ActivityLines
 from .bindings import Bindings, WriteTerms, make_binding
-from .catalog import READ, ToolVerdict, reasons_note, write_hint
+from .catalog import READ, Catalog, ToolVerdict, reasons_note, write_hint
 from .config import check_timeout
 from .connection import CancelToken, Connection
 from .envelope import Envelope, RawResult
@@ -48,6 +51,7 @@ from .wire import (
     EVENT_APPROVAL,
     EVENT_CALL,
     EVENT_ERROR,
+    EVENT_TASK,
     FAILED,
     HOST_ERROR,
     INTERRUPTED,
@@ -100,6 +104,7 @@ class CallPlan:
     revision: int
     write: WriteTerms | None = None
     binding: Binding | None = None  # the binding the call was planned with (``None``: unbound)
+    task: bool = False  # a raw call run as a task (``tasks/get`` until it ends, then ``tasks/result``)
     check_arguments: bool = True
 
     @property
@@ -189,8 +194,8 @@ class CallPlan:
             EVENT_APPROVAL, f"{how}: {self.label}{effect}, args {digest[:12]}{unchecked}{declaration}"
         )
 
-    async def run(self, cancel: CancelToken) -> Result:
-        return await send(self, cancel)
+    async def run(self, cancel: CancelToken, activity: Activity) -> Result:
+        return await send(self, cancel, activity)
 
     def refused(self, how: str) -> Result:
         self.connection.log.add(EVENT_APPROVAL, f"denied {self.label} ({how}), args {self.digest()[:12]}")
@@ -199,8 +204,9 @@ class CallPlan:
     def failure(self, code: str, message: str) -> Result:
         return record(self, self.fail(code, message))
 
-    def watch(self) -> AbstractContextManager[None]:
-        return nullcontext()
+    def watch(self, activity: Activity) -> AbstractContextManager[None]:
+        """While the cell waits, the lines of what the server says of the call (its progress, its task, its log)."""
+        return runner.while_waiting(ActivityLines(activity, sys.stdout.write).tick)
 
     def shown(self, result: Result) -> tuple[Any, ...]:
         return (result,)
@@ -214,6 +220,7 @@ def plan_call(
     *,
     raw: bool,
     timeout: float | None,
+    task: bool = False,
     check_arguments: bool = True,
 ) -> CallPlan:
     """Resolve ``name`` (local or remote) and copy ``arguments``; usage errors raise here."""
@@ -223,6 +230,8 @@ def plan_call(
         raise McpSessionError(CONFIG_INVALID, "check_arguments=False is for raw calls only (raw=True): a PurrA call's "
                               "arguments are always checked against its contract.")  # fmt: skip
     remote = bindings.remote_name(name)
+    if task:
+        check_task(bindings.catalog, remote, raw=raw)
     try:
         copied = json.loads(json.dumps(dict(arguments or {}), allow_nan=False))
     except (TypeError, ValueError) as error:
@@ -232,7 +241,7 @@ def plan_call(
     seconds = float(timeout) if timeout is not None else connection.limits.timeout_ms / 1000
     write = bindings.write_terms(remote)
     binding = bindings.binding(remote)
-    plan = CallPlan(connection, bindings, remote, copied, raw, seconds, connection.revision, write, binding,
+    plan = CallPlan(connection, bindings, remote, copied, raw, seconds, connection.revision, write, binding, task,
                     check_arguments)  # fmt: skip
     if not raw and bindings.binding(remote) is None and remote in bindings.catalog:
         tool = bindings.catalog[remote]
@@ -264,13 +273,15 @@ def refusal(plan: CallPlan) -> Result | None:
 # --- sending and recording: the one way a call goes out and comes back -------------------------------
 
 
-async def send(plan: CallPlan, cancel: CancelToken | None = None) -> Result:
+async def send(plan: CallPlan, cancel: CancelToken | None = None, activity: Activity | None = None) -> Result:
     """Send an approved call on the loop and return its result, recorded. A timeout, a lost connection or
-    ``cancel`` ends it with that code (the server is told to cancel it); a failure of the host's own code (a
-    scope validator) ends it with ``mcp_host_error``. Only a bug of the kit raises."""
+    ``cancel`` ends it with that code (the server is told to cancel it; a task, with ``tasks/cancel``); a
+    failure of the host's own code (a scope validator) ends it with ``mcp_host_error``. Only a bug of the kit
+    raises. What the server says meanwhile goes to ``activity``."""
     started = time.perf_counter()
+    said = activity or Activity()
     try:
-        result = await plan.connection.run(lambda client: _execute(plan, client), plan.timeout, cancel)
+        result = await plan.connection.run(lambda client: _execute(plan, client, said), plan.timeout, cancel)
     except McpSessionError as error:
         result = plan.fail(error.code, error.message, ms_since(started), error.server_text)
     return record(plan, result)
@@ -285,10 +296,19 @@ def record(plan: CallPlan, result: Result) -> Result:
     return result
 
 
-async def _execute(plan: CallPlan, client: ClientSession) -> Result:
-    """Bind if the approval declared it, then call: purra-mcp's handler, or a raw ``tools/call``."""
-    if plan.raw:
-        return await _call_raw(plan, client)
+async def _execute(plan: CallPlan, client: ClientSession, activity: Activity) -> Result:
+    """Bind if the approval declared it, then call: purra-mcp's handler, or a raw ``tools/call``; the server's
+    log lines meanwhile go to ``activity``."""
+    with plan.connection.listening(activity.said):
+        if plan.raw:
+            return await _call_raw(plan, client, activity)
+        return await _call_purra(plan, client)
+
+
+async def _call_purra(plan: CallPlan, client: ClientSession) -> Result:
+    """purra-mcp's registration handler, which sends ``tools/call`` as a PurrA host does: without a progress
+    token (purra-mcp 1.0.3 offers the host no way to ask for progress), so a PurrA call shows the server's log
+    lines, not its progress."""
     bindings = plan.bindings
     if bindings.binding(plan.remote) is None:
         try:
@@ -313,17 +333,20 @@ async def _execute(plan: CallPlan, client: ClientSession) -> Result:
     )  # fmt: skip
 
 
-async def _call_raw(plan: CallPlan, client: ClientSession) -> Result:
+async def _call_raw(plan: CallPlan, client: ClientSession, activity: Activity) -> Result:
+    """A raw ``tools/call`` asking for progress (or run as a task), every content block of its result kept."""
     from mcp import types
     from mcp.shared.exceptions import McpError
 
-    limits = plan.connection.limits
-    params = types.CallToolRequestParams(name=plan.remote, arguments=plan.arguments)
     started = time.perf_counter()
     try:
-        result = await client.send_request(
-            types.ClientRequest(types.CallToolRequest(params=params)), types.CallToolResult
-        )
+        if plan.task:
+            result, note = await _run_task(plan, client, activity)
+        else:
+            params = types.CallToolRequestParams(name=plan.remote, arguments=plan.arguments)
+            request = types.ClientRequest(types.CallToolRequest(params=params))
+            result = await client.send_request(request, types.CallToolResult, progress_callback=activity.progressed)
+            note = TASK_REQUIRED_NOTE if plan.tool.task_support == REQUIRED else ""
     except McpError as error:
         if error.error.code == types.CONNECTION_CLOSED:
             raise
@@ -338,7 +361,14 @@ async def _call_raw(plan: CallPlan, client: ClientSession) -> Result:
     except (ValueError, TypeError):
         message = "the server's answer is not a tools/call result; nothing is shown"
         return plan.fail(RESULT_INVALID, message, ms_since(started))
-    elapsed = ms_since(started)
+    except TaskEnded as ended:
+        return plan.fail(TOOL_ERROR, str(ended), ms_since(started))
+    return _raw_result(plan, result, ms_since(started), note)
+
+
+def _raw_result(plan: CallPlan, result: Any, elapsed: float, note: str) -> Result:
+    """A ``CallToolResult`` as a ``RawResult``, within the session's limits."""
+    limits = plan.connection.limits
     if not _plain_json(result.model_dump(by_alias=True, exclude_none=True)):
         message = "the result holds a number JSON cannot carry (NaN or Infinity); nothing is shown"
         return plan.fail(RESULT_INVALID, message, elapsed)
@@ -354,7 +384,94 @@ async def _call_raw(plan: CallPlan, client: ClientSession) -> Result:
         is_error=bool(result.isError),
         error_code=TOOL_ERROR if result.isError else None,
         elapsed_ms=elapsed,
+        message=note,
     )
+
+
+# --- tasks (raw path): tools/call with a task, tasks/get until it ends, tasks/result ---------------------------
+
+OPTIONAL, REQUIRED = "optional", "required"  # a tool's execution.taskSupport that lets it run as a task
+TASK_TTL_MS = 300_000  # how long the server keeps a task of ours (its result included) after it was created
+POLL_SECONDS = (0.1, 0.5, 5.0)  # the fewest, default and most seconds between two tasks/get (the server hints)
+TASK_CANCEL_SECONDS = 5.0  # what a tasks/cancel may take once the kit stopped waiting for the task
+STILL_RUNNING = ("working",)  # what tasks/get may say while a task runs; input_required goes on to tasks/result
+TASK_REQUIRED_NOTE = "this tool runs only as a task: call it with task=True (raw=True), or %mcp_call --raw --task"
+
+
+class TaskEnded(Exception):
+    """A task the server ended without a result (cancelled on its side)."""
+
+
+def check_task(catalog: Catalog, remote: str, *, raw: bool) -> None:
+    """Whether ``remote`` may run as a task: on the raw path (PurrA calls tools directly), and a tool whose
+    ``execution.taskSupport`` is optional or required."""
+    if not raw:
+        raise McpSessionError(
+            CONFIG_INVALID, "task=True runs a raw call as a task: PurrA calls tools directly. Add raw=True."
+        )
+    support = catalog[remote].task_support if remote in catalog else None
+    if support not in (OPTIONAL, REQUIRED):
+        said = f"'{support}'" if support else "not given"
+        raise McpSessionError(
+            CONFIG_INVALID,
+            f"'{visible(remote)}' does not run as a task (its execution.taskSupport is {said}); call it without "
+            "task=True.",
+        )
+
+
+async def _run_task(plan: CallPlan, client: ClientSession, activity: Activity) -> tuple[Any, str]:
+    """Create the task, follow its status into ``activity`` until it ends, and fetch its result. When the kit
+    stops waiting (a timeout, Cancel, an interrupt) the task is cancelled on the server (``tasks/cancel``)."""
+    from mcp import types
+
+    params = types.CallToolRequestParams(
+        name=plan.remote, arguments=plan.arguments, task=types.TaskMetadata(ttl=TASK_TTL_MS)
+    )
+    created = await client.send_request(
+        types.ClientRequest(types.CallToolRequest(params=params)), types.CreateTaskResult
+    )
+    task: Any = created.task
+    log = plan.connection.log
+    log.add(EVENT_TASK, f"{plan.label}: task {task.taskId} created ({task.status})")
+    try:
+        activity.task_moved(task.taskId, task.status, task.statusMessage)
+        while task.status in STILL_RUNNING:
+            await anyio.sleep(_poll_seconds(task.pollInterval))
+            request = types.GetTaskRequest(params=types.GetTaskRequestParams(taskId=task.taskId))
+            task = await client.send_request(types.ClientRequest(request), types.GetTaskResult)
+            activity.task_moved(task.taskId, task.status, task.statusMessage)
+        log.add(EVENT_TASK, f"{plan.label}: task {task.taskId} {task.status}")
+        if task.status == "cancelled":
+            raise TaskEnded(f"the server cancelled task {task.taskId} before it gave a result")
+        payload = types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(taskId=task.taskId))
+        result = await client.send_request(types.ClientRequest(payload), types.CallToolResult)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True), anyio.move_on_after(TASK_CANCEL_SECONDS):
+            await _cancel_task(plan, client, task.taskId, activity)
+        raise
+    return result, f"ran as task {task.taskId} ({task.status})"
+
+
+async def _cancel_task(plan: CallPlan, client: ClientSession, task_id: str, activity: Activity) -> None:
+    from mcp import types
+
+    log = plan.connection.log
+    request = types.CancelTaskRequest(params=types.CancelTaskRequestParams(taskId=task_id))
+    try:
+        answer = await client.send_request(types.ClientRequest(request), types.CancelTaskResult)
+    except Exception as error:
+        log.add(EVENT_TASK, f"{plan.label}: task {task_id} could not be cancelled: {error.__class__.__name__}")
+        return
+    activity.task_moved(answer.taskId, answer.status, answer.statusMessage)
+    log.add(EVENT_TASK, f"{plan.label}: task {task_id} cancelled on the server ({answer.status})")
+
+
+def _poll_seconds(hint_ms: Any) -> float:
+    """The server's ``pollInterval`` (milliseconds), within ``POLL_SECONDS``."""
+    fewest, default, most = POLL_SECONDS
+    if not isinstance(hint_ms, int | float) or isinstance(hint_ms, bool) or not math.isfinite(hint_ms):
+        return default
+    return min(max(hint_ms / 1000, fewest), most)
 
 
 def _plain_json(value: Any) -> bool:
@@ -421,12 +538,12 @@ class Job(Protocol):
     def still_covered(self) -> bool: ...
     def digest(self) -> str: ...
     def approved(self, how: str, digest: str) -> None: ...
-    async def run(self, cancel: CancelToken) -> Any: ...
+    async def run(self, cancel: CancelToken, activity: Activity) -> Any: ...
     def refused(self, how: str) -> Any: ...
     def failure(self, code: str, message: str) -> Any: ...
     def shown(self, result: Any) -> tuple[Any, ...]: ...
-    def watch(self) -> AbstractContextManager[None]:
-        """What the cell shows while it waits for the job (a batch's progress bar)."""
+    def watch(self, activity: Activity) -> AbstractContextManager[None]:
+        """What the cell shows while it waits for the job (a call's activity, a batch's progress bar)."""
         ...
 
 
@@ -446,6 +563,7 @@ class Call(HasTraits):
         self.job = job
         self.arguments_digest = job.digest()
         self._cancel = CancelToken()
+        self.activity = Activity(job.connection.scrub)  # what the server says of the call while it runs
         self._future: Future[None] | None = None
         self.decision: Decision | None = None  # set when decided (a void says why instead)
         job.connection.observe(self._connection_changed, names="state")
@@ -516,7 +634,7 @@ class Call(HasTraits):
 
     async def _run(self) -> None:
         try:
-            result = await self.job.run(self._cancel)
+            result = await self.job.run(self._cancel, self.activity)
         except Exception as error:  # a bug of the kit: the call settles all the same, and the error is raised
             kind = runner.leaf_exception(error).__class__.__name__
             self._settle(DONE, self.job.failure(KIT_ERROR, f"a bug in purra-jupyter ({kind}); its traceback is "
@@ -596,7 +714,7 @@ def decide(call: Call, *, approve: bool | None, policy: str) -> Any:
     elif approve is False:
         call.deny("denied in code")
     else:
-        with call.job.watch():  # (shown before the call starts, so an interrupt finds the wait)
+        with call.job.watch(call.activity):  # (shown before the call starts, so an interrupt finds the wait)
             return call.approve_and_wait("approved in code" if approve else "approved by the session's auto policy")
     return call.result
 

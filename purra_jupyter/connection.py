@@ -17,9 +17,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import Future
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -33,7 +34,7 @@ from . import purra_adapter, runner
 from .config import Scrubber, ServerConfig
 from .errors import KEPT_APART, McpSessionError
 from .names import one_line
-from .sdk_errors import ErrorSeam, offending_line
+from .sdk_errors import DISCOVER, DISCOVER_KEYS, MODERN_ERA, MODERN_ONLY_CODES, ErrorSeam, offending_line, versions_in
 from .session_log import DETAIL_CHARS, LogEntry, SessionLog
 from .stdio_transport import EXIT_SECONDS, LineTooLong, StderrTail
 from .tracking import WAITING, CancelToken, Deadline, RequestTracker
@@ -47,11 +48,14 @@ from .wire import (
     EVENT_ERROR,
     EVENT_INITIALIZE,
     EVENT_LIST_CHANGED,
+    EVENT_RESOURCE_UPDATED,
     EVENT_SDK,
     EVENT_SERVER_LOG,
     EVENT_SETTING,
     FAILED,
+    PROMPTS,
     READY,
+    RESOURCES,
     RESULT_TOO_LARGE,
     STALE,
     STATES,
@@ -71,6 +75,10 @@ DEFAULT_MESSAGE_BYTES = 4 << 20
 # BaseSession logs to directly). Only records from SDK code running for one of our connections are taken.
 _SDK_LOGGERS = ("", "client", "mcp.client.stdio", "mcp.client.streamable_http", "mcp.client.auth.oauth2",
                 "mcp.client.auth.utils", "mcp.shared.tool_name_validation")  # fmt: skip
+
+# The longest a connect waits for ``server/discover`` after ``initialize`` was refused (at most half of what is left of
+# its deadline, so that ending the server fits in it too).
+DISCOVER_SECONDS = 5.0
 
 _connection_var: ContextVar[Connection | None] = ContextVar("purra_jupyter_connection", default=None)
 
@@ -274,7 +282,11 @@ class Connection(HasTraits):
         self._monitor: McpCatalogMonitor | None = None
         self.hello = ServerHello()
         self._client: ClientSession | None = None
+        self._listeners: list[Callable[[str], None]] = []  # of the server's log lines (see ``listening``)
         self.ending = Ending()
+        # How often the server said its resources or prompts changed (``RESOURCES``, ``PROMPTS``): listings of them
+        # know they are stale by it; the session stays ready (its tools did not change). purra's monitor counts tools.
+        self.list_changes: Counter[str] = Counter()
         self._host: runner.HostedContext[InitializeResult] = runner.HostedContext(self._session, self._ended)
 
     @property
@@ -363,12 +375,64 @@ class Connection(HasTraits):
             self.requests.attach(client, tasks)
             self._client = client
             try:
-                result = await self.run(lambda client: client.initialize(), deadline)  # a wait like any other
-                self.monitor.accept_protocol_version(str(result.protocolVersion))  # the SDK admits an int
+                result = await self.run(lambda client: self._initialize(client, deadline), deadline)  # a wait like any
+                self._accept_protocol(str(result.protocolVersion))  # (the SDK admits an int)
                 self.hello = ServerHello.of(result)
                 yield result
             finally:
                 tasks.cancel_scope.cancel()  # cancellation notices still going out are not waited for
+
+    async def _initialize(self, client: ClientSession, deadline: Deadline) -> InitializeResult:
+        """``initialize``. A server that answers it with method not found or -32022 speaks only protocol 2026-07-28
+        (no ``initialize``): it is asked ``server/discover`` for its versions, on the same connection, and refused
+        by name."""
+        from mcp.shared.exceptions import McpError
+
+        try:
+            return await client.initialize()
+        except McpError as error:
+            if error.error.code not in MODERN_ONLY_CODES:
+                raise
+            refused = error.error
+        self.log.add(EVENT_INITIALIZE, f"initialize answered with error {refused.code}: asking {DISCOVER}")
+        discovered = await self._discover(client, min(DISCOVER_SECONDS, deadline.remaining() / 2))
+        raise self.errors.modern_only(refused, discovered)  # outside the handler: no chain to the server's words
+
+    async def _discover(self, client: ClientSession, seconds: float) -> list[str] | None:
+        """The versions the server's ``server/discover`` lists within ``seconds`` (``None``: no answer, an error,
+        nothing listed); the log says what it answered. A request left unanswered is cancelled on the server when
+        the wait ends."""
+        from mcp import types
+        from mcp.shared.exceptions import McpError
+
+        meta = {"io.modelcontextprotocol/protocolVersion": MODERN_ERA, "io.modelcontextprotocol/clientCapabilities": {}}
+        request = types.Request[dict[str, Any], str](method=DISCOVER, params={"_meta": meta})
+        with anyio.move_on_after(seconds):
+            try:  # (a request outside the SDK's own union: it sends any request model)
+                answer = await client.send_request(cast(Any, request), types.Result)
+            except McpError as error:
+                self.log.add(EVENT_INITIALIZE, f"{DISCOVER} answered with error {error.error.code}")
+                return None
+            except ValueError:
+                self.log.add(EVENT_INITIALIZE, f"{DISCOVER} answered with something that is not a result")
+                return None
+            result = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+            listed = versions_in(result, DISCOVER_KEYS)
+            said = one_line(json.dumps(result, ensure_ascii=False), DETAIL_CHARS)
+            self.log.add(EVENT_INITIALIZE, f"{DISCOVER} answered {said}")
+            return listed
+        self.log.add(EVENT_INITIALIZE, f"{DISCOVER} not answered within {seconds:g} s")
+        return None
+
+    def _accept_protocol(self, offered: str) -> None:
+        """purra-mcp's monitor takes the version the server offered; its refusal names that version."""
+        try:
+            self.monitor.accept_protocol_version(offered)
+        except Exception as exc:
+            failure = self.errors.refused_version(exc, offered)
+        else:
+            return
+        raise failure  # outside the handler: its chain holds nothing the server said
 
     async def _on_message(self, message: Any) -> None:
         """Every server message the SDK hands on: purra-mcp's monitor first (it decides staleness), then ours.
@@ -395,7 +459,37 @@ class Connection(HasTraits):
         elif isinstance(message, types.ServerNotification) and isinstance(
             message.root, types.LoggingMessageNotification
         ):
-            self.log.add(EVENT_SERVER_LOG, server_log_line(message.root.params))  # scrubbed and bounded there
+            line = self.scrub(server_log_line(message.root.params))
+            self.log.add(EVENT_SERVER_LOG, line)
+            for listener in tuple(self._listeners):
+                listener(line)
+        elif isinstance(message, types.ServerNotification):
+            self._offerings_notice(message.root)
+
+    def _offerings_notice(self, notice: Any) -> None:
+        """What the server says of its resources and prompts: a list that changed (counted in ``list_changes``,
+        logged) or a resource that was updated (logged)."""
+        from mcp import types
+
+        kind = (RESOURCES if isinstance(notice, types.ResourceListChangedNotification)
+                else PROMPTS if isinstance(notice, types.PromptListChangedNotification) else None)  # fmt: skip
+        if kind is not None:
+            self.list_changes[kind] += 1
+            self.log.add(EVENT_LIST_CHANGED, f"{kind} changed (revision {self.list_changes[kind]}); listed again on "
+                         "next use")  # fmt: skip
+        elif isinstance(notice, types.ResourceUpdatedNotification):
+            said = self.scrub(f"resource updated: {notice.params.uri}")  # scrubbed before it is cut
+            self.log.add(EVENT_RESOURCE_UPDATED, one_line(said, DETAIL_CHARS))
+
+    @contextmanager
+    def listening(self, listener: Callable[[str], None]) -> Iterator[None]:
+        """``listener(line)`` for each log message of the server's while the block lasts, the line as the session
+        log keeps it (scrubbed, on one line): a running call shows what the server says meanwhile. On the loop."""
+        self._listeners.append(listener)
+        try:
+            yield
+        finally:
+            self._listeners.remove(listener)
 
     async def _stream_ended(self) -> None:
         await self.link.ended()  # a server that exits ends both: its last words belong to the cause

@@ -321,11 +321,25 @@ def image_data_uri(block: dict[str, Any]) -> str | None:
     return f"data:{mime};base64,{data}"
 
 
+def image_tag(uri: str) -> Html:
+    """An ``<img>`` of a data URI ``image_data_uri`` made (never any other address)."""
+    # tiny images (icons, test patterns) scaled up to a size a person can see, their pixels kept sharp
+    return tag("img", alt=IMAGE_ALT, style="min-width:64px;max-width:100%;image-rendering:pixelated", src=uri)
+
+
 def _block_html(block: dict[str, Any]) -> Html:
     if block.get("type") == "image":
         uri = image_data_uri(block)
         if uri is not None:
-            # tiny images (icons, test patterns) scaled up to a size a person can see, their pixels kept sharp
-            style = "min-width:64px;max-width:100%;image-rendering:pixelated"
-            return tag("img", alt=IMAGE_ALT, style=style, src=uri)
+            return image_tag(uri)
     return tag("div", tag("small", str(block.get("type"))), pre(_block_text(block)))
+
+
+def block_html(block: dict[str, Any]) -> Html:
+    """One content block as a raw result shows it (text as text, the four raster image types as images)."""
+    return _block_html(block)
+
+
+def json_block(label: str, value: Any) -> Html:
+    """JSON as a raw result's structured content shows it: indented text, folded beyond ``FOLD_LINES`` lines."""
+    return _json_block(label, value)

@@ -23,6 +23,7 @@ import anyio
 from traitlets import HasTraits, Int
 
 from . import calls, runner
+from .activity import Activity
 from .bindings import Bindings, WriteTerms
 from .calls import CallPlan, Result
 from .connection import CancelToken, Connection
@@ -206,9 +207,10 @@ class Batch(HasTraits):
 
     # --- running (on the loop) and waiting (in the kernel's thread) -----------------------------
 
-    async def run(self, cancel: CancelToken) -> pd.DataFrame:
+    async def run(self, cancel: CancelToken, activity: Activity) -> pd.DataFrame:
         """Every row on the loop, at most ``concurrency`` at once; ``cancel`` stops the batch: rows in flight
-        are cancelled on the server, the others are not sent."""
+        are cancelled on the server, the others are not sent. A batch shows its rows' count, not what the server
+        says of each (``activity`` stays empty): that is in the session log."""
         self._started = time.perf_counter()
         limiter = anyio.CapacityLimiter(self.concurrency)
         async with anyio.create_task_group() as group:
@@ -240,7 +242,7 @@ class Batch(HasTraits):
         self.finished += 1
 
     @contextmanager
-    def watch(self) -> Iterator[None]:
+    def watch(self, activity: Activity) -> Iterator[None]:
         """A progress bar while the cell waits (refused rows are not progress); it follows ``finished``, which
         changes on the loop, and says at the end how the rows ended. Text on stdout, in a notebook too: a widget
         bar would read "Error displaying widget" once the notebook is reopened without its kernel, and stderr is

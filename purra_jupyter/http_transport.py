@@ -145,18 +145,12 @@ class SharedSession:
     def failed(self, code: str, message: str, *, answered: bool = True, server_text: str = "") -> _Failed:
         return _Failed(self.failure(code, message, answered=answered, server_text=server_text))
 
-    async def said(self, response: httpx.Response) -> str:
-        """What an error status says in the server's words: its reason phrase and the start of its body,
-        scrubbed, then bounded (empty if it says nothing)."""
-        body = b""
+    async def said(self, response: httpx.Response, body: bytes | None = None) -> str:
+        """What an error status says in the server's words: its reason phrase and the start of its body (read
+        here unless given), scrubbed, then bounded (empty if it says nothing)."""
         limit = self._scrub.margin(SERVER_TEXT_CHARS)
-        try:
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) >= limit:
-                    break
-        except httpx.HTTPError:
-            pass
+        if body is None:
+            body = await read_bounded(response, limit)
         text = "\n".join(filter(None, (response.reason_phrase.strip(), body[:limit].decode("utf-8", "replace"))))
         return self._scrub.words(text)
 
@@ -270,7 +264,10 @@ class _Exchanges:
             session.end(SESSION_EXPIRED, f"the server ended the session ({what} to {sent.method}); open a new "
                         "one with pj.connect()")  # fmt: skip
             return False
-        said = await session.said(response)
+        body = await read_bounded(response, self._max) if status == 400 and _content_type(response) == JSON else None
+        if body is not None and await self._error_answer(body, sent):
+            return False
+        said = await session.said(response, body)
         if status == 404:
             raise session.failed(PROTOCOL_ERROR, f"has no MCP endpoint at {redact_url(session.url)} ({what})",
                                  server_text=said)  # fmt: skip
@@ -290,6 +287,18 @@ class _Exchanges:
                                  server_text="\n".join(filter(None, (asked, said))))  # fmt: skip
         code = TRANSPORT_ERROR if status >= 500 else PROTOCOL_ERROR
         raise session.failed(code, f"answered {sent.method} with {what}", server_text=said)
+
+    async def _error_answer(self, body: bytes, sent: _Sent) -> bool:
+        """Whether an HTTP 400's JSON ``body`` is the JSON-RPC error answering ``sent`` (what Streamable HTTP has
+        a server send for a request it refuses, e.g. a protocol version it does not speak); if so it goes to the
+        session as that answer, the error the server meant."""
+        try:
+            message = JSONRPCMessage.model_validate_json(body)
+        except ValueError:
+            return False
+        if not isinstance(message.root, JSONRPCError) or message.root.id != sent.id:
+            return False
+        return await self._take(message, sent)
 
     async def _json_answer(self, response: httpx.Response, sent: _Sent) -> None:
         body = bytearray()
@@ -507,6 +516,19 @@ class HttpTransport:
                              "the connection was dropped")  # fmt: skip
         session.ended = True
         self._tasks.cancel_scope.cancel()
+
+
+async def read_bounded(response: httpx.Response, limit: int) -> bytes:
+    """At most about ``limit`` bytes of ``response``'s body (what came before a broken stream)."""
+    body = b""
+    try:
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) >= limit:
+                break
+    except httpx.HTTPError:
+        pass
+    return body
 
 
 def _content_type(response: httpx.Response) -> str:

@@ -34,8 +34,9 @@ from .catalog import check_digest
 from .config import OAuth, ServerConfig, load_servers
 from .errors import KEPT_APART, McpSessionError
 from .markup import join, pre, tag
+from .offerings import template_variables
 from .session import INSTRUCTIONS_LABEL, McpSession, connect, registry
-from .ui.records import TICK_SECONDS, LiveOutput, in_kernel, plain_bundle, redraw_while
+from .ui.records import TICK_SECONDS, LiveOutput, combined, in_kernel, plain_bundle, redraw_while
 from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS, LOG_LEVELS, READY, SESSION_EXISTS, STALE
 
 if TYPE_CHECKING:
@@ -45,8 +46,10 @@ if TYPE_CHECKING:
     from .catalog import Catalog
     from .connection import SessionLog
     from .envelope import Envelope, RawResult
+    from .offerings import Offerings, PromptMessages, ResourceContents
     from .ui.approval import PendingCall
     from .ui.forms import SchemaForm
+    from .ui.offerings import OfferingForm
 
 # The codes of mistakes in what the user wrote; every other code is a failure at run time.
 USAGE_CODES = (CONFIG_INVALID, INVALID_ARGUMENTS)
@@ -552,6 +555,7 @@ class McpMagics(Magics, Configurable):
     @argument("tool", help="the tool (local or remote name)")
     @argument("--raw", action="store_true", help="a raw MCP call, for tools outside the PurrA profile")
     @argument("--form", action="store_true", help="show an argument form instead of calling")
+    @argument("--task", action="store_true", help="run the raw call as an MCP task (a tool that supports tasks)")
     @argument(
         "--unchecked",
         action="store_true",
@@ -569,6 +573,7 @@ class McpMagics(Magics, Configurable):
         Usage::
 
             %mcp_call NAME TOOL [--raw] [--yes] [--timeout S] {"json": "arguments"}
+            %mcp_call NAME TOOL --raw --task {...}       run it as a task (status, Cancel, result)
             %mcp_call NAME TOOL --raw --unchecked {...}  sent unchecked: the server's own validation decides
             %mcp_call NAME TOOL --args VARIABLE          arguments from a Python dict
             %mcp_call NAME TOOL --form                   an argument form
@@ -587,7 +592,8 @@ class McpMagics(Magics, Configurable):
             if args.form:
                 return session.form(args.tool)
             return session.call(args.tool, arguments, approve=True if args.yes else None, raw=args.raw,
-                                timeout=args.timeout, check_arguments=not args.unchecked)  # fmt: skip
+                                timeout=args.timeout, task=args.task,
+                                check_arguments=not args.unchecked)  # fmt: skip
 
     @line_magic
     @magic_arguments()
@@ -631,3 +637,104 @@ class McpMagics(Magics, Configurable):
             return args
         with _one_line_errors():
             return registry.get(args.name).log.last(self.max_rows)
+
+    # --- what the server offers besides tools (raw exploration) -------------------------------------
+
+    @line_magic
+    @magic_arguments()
+    @argument("name", help="the session")
+    def mcp_resources(self, line: str) -> Listings | MagicHelp:
+        """The server's resources and resource templates, as tables (raw MCP, outside the PurrA contract):
+        ``%mcp_resources NAME``. Listed again when the server said they changed."""
+        args = parse(self.mcp_resources, line)
+        if isinstance(args, MagicHelp):
+            return args
+        with _one_line_errors():
+            session = registry.get(args.name)
+            return Listings((session.resources, session.resource_templates))
+
+    @line_magic
+    @magic_arguments()
+    @argument("name", help="the session")
+    def mcp_prompts(self, line: str) -> Offerings | MagicHelp:
+        """The server's prompts with their arguments, as a table (raw MCP): ``%mcp_prompts NAME``."""
+        args = parse(self.mcp_prompts, line)
+        if isinstance(args, MagicHelp):
+            return args
+        with _one_line_errors():
+            return registry.get(args.name).prompts
+
+    @no_var_expand
+    @line_magic
+    @magic_arguments()
+    @argument("name", help="the session")
+    @argument("uri", help="the resource's URI, or a resource template's URI template")
+    @argument("values", nargs="?", metavar="JSON", help="a template's values, as a JSON object")
+    def mcp_read(self, line: str) -> ResourceContents | OfferingForm | MagicHelp:
+        """Read a resource (raw MCP, outside the PurrA contract); its contents show by type.
+
+        Usage::
+
+            %mcp_read NAME URI
+            %mcp_read NAME URI_TEMPLATE {"variable": "value"}     the template filled in (RFC 6570)
+            %mcp_read NAME URI_TEMPLATE                           a form, one field per variable
+
+        The line is passed as written: ``{...}`` is never expanded as a Python expression.
+        """
+        found = _two_words_and_json(self.mcp_read, line)
+        if isinstance(found, MagicHelp):
+            return found
+        args, rest = found
+        with _one_line_errors():
+            session = registry.get(args.name)
+            if rest.strip():
+                return session.read_resource(args.uri, parse_json_arguments(rest))
+            if template_variables(args.uri):
+                return session.resource_form(args.uri)
+            return session.read_resource(args.uri)
+
+    @no_var_expand
+    @line_magic
+    @magic_arguments()
+    @argument("name", help="the session")
+    @argument("prompt", help="the prompt's name")
+    @argument("arguments", nargs="?", metavar="JSON", help="the prompt's arguments, as a JSON object of strings")
+    def mcp_prompt(self, line: str) -> PromptMessages | OfferingForm | MagicHelp:
+        """Get a prompt (raw MCP, outside the PurrA contract), shown as its messages.
+
+        Usage::
+
+            %mcp_prompt NAME PROMPT {"argument": "value"}
+            %mcp_prompt NAME PROMPT        a prompt without arguments; one with arguments shows its form
+
+        The line is passed as written: ``{...}`` is never expanded as a Python expression.
+        """
+        found = _two_words_and_json(self.mcp_prompt, line)
+        if isinstance(found, MagicHelp):
+            return found
+        args, rest = found
+        with _one_line_errors():
+            session = registry.get(args.name)
+            if rest.strip():
+                return session.get_prompt(args.prompt, parse_json_arguments(rest))
+            if session.prompts[args.prompt].get("arguments"):
+                return session.prompt_form(args.prompt)
+            return session.get_prompt(args.prompt)
+
+
+class Listings(tuple[Any, ...]):
+    """Listings shown one after another (``%mcp_resources``: the resources, then the templates)."""
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
+        return combined([item._repr_mimebundle_() for item in self])
+
+
+def _two_words_and_json(magic: object, line: str) -> tuple[argparse.Namespace, str] | MagicHelp:
+    """A line of two words (a session, then a URI or a prompt, which hold no spaces) and what follows as it is
+    written (JSON, whose quotes and spaces a shell-like split would lose)."""
+    words = line.split(None, 2)
+    if "-h" in words[:2] or "--help" in words[:2]:
+        return cast(MagicHelp, parse(magic, ["--help"]))
+    args = parse(magic, words[:2])
+    assert not isinstance(args, MagicHelp)
+    return args, words[2] if len(words) > 2 else ""

@@ -191,14 +191,23 @@ class ShapeProblem:
     profile: StructuredOutputLimits
 
 
+def _profile(limits: McpToolLimits) -> StructuredOutputLimits:
+    """purra's limits for a schema, with purra-mcp's byte limits."""
+    from purra.structured import StructuredOutputLimits
+
+    return replace(StructuredOutputLimits(), schema_bytes=limits.max_schema_bytes, output_bytes=limits.max_result_bytes)
+
+
+def node_limit(limits: McpToolLimits) -> int:
+    """How many nodes purra's snapshot takes in a schema (keys count as nodes)."""
+    nodes: int = _profile(limits).schema_nodes
+    return nodes
+
+
 def shape_problem(body: object, limits: McpToolLimits) -> ShapeProblem | None:
     """Why purra's snapshot refuses ``body`` as a schema (depth, nodes, bytes, numbers); ``None`` when it accepts
     it. ``_snapshot`` says which limit only in its ``ValueError``'s text, matched whole here."""
-    from purra.structured import StructuredOutputLimits
-
-    profile = replace(
-        StructuredOutputLimits(), schema_bytes=limits.max_schema_bytes, output_bytes=limits.max_result_bytes
-    )
+    profile = _profile(limits)
     try:
         _private("purra.structured:_snapshot")(
             body, depth=profile.schema_depth, nodes=profile.schema_nodes, byte_limit=profile.schema_bytes

@@ -12,7 +12,8 @@ import atexit
 import contextlib
 import queue
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import Future, InvalidStateError
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Generic, TypeVar
@@ -150,19 +151,44 @@ class NoWaitingCell(LookupError):
 # signal to stop serving). ``_cell_waits`` counts the main thread's waits in progress; both change under ``_lock``.
 _cell_jobs: queue.Queue[tuple[Callable[[], Any], Future[Any]] | Future[Any]] = queue.Queue()
 _cell_waits = 0
+# What the waiting cell does every ``WAIT_TICK_SECONDS`` besides (print a running call's progress: only the cell's
+# own thread can write to its output). Changed by ``while_waiting``, on the main thread only.
+_cell_ticks: list[Callable[[], object]] = []
+WAIT_TICK_SECONDS = 0.25
+
+
+@contextlib.contextmanager
+def while_waiting(tick: Callable[[], object]) -> Iterator[None]:
+    """Call ``tick()`` on the cell's thread every ``WAIT_TICK_SECONDS`` while it waits for the loop in this block,
+    and once more as the block ends."""
+    _cell_ticks.append(tick)
+    try:
+        yield
+    finally:
+        _cell_ticks.remove(tick)
+        tick()
 
 
 def _serve_until(future: Future[Any]) -> None:
-    """Run the loop's jobs until ``future`` is done (a KeyboardInterrupt ends the job and the wait)."""
+    """Run the loop's jobs until ``future`` is done (a KeyboardInterrupt ends the job and the wait), and the ticks
+    of ``while_waiting`` meanwhile."""
     global _cell_waits
     with _lock:
         _cell_waits += 1
     future.add_done_callback(_cell_jobs.put)
     try:
+        next_tick = time.monotonic() + WAIT_TICK_SECONDS
         while not future.done():
-            job = _cell_jobs.get()
-            if isinstance(job, tuple):  # else the done-signal of this or an earlier wait
-                _run_job(*job)
+            try:
+                job = _cell_jobs.get(timeout=max(next_tick - time.monotonic(), 0.0) if _cell_ticks else None)
+                if isinstance(job, tuple):  # else the done-signal of this or an earlier wait
+                    _run_job(*job)
+            except queue.Empty:
+                pass
+            if _cell_ticks and time.monotonic() >= next_tick:
+                next_tick = time.monotonic() + WAIT_TICK_SECONDS
+                for tick in tuple(_cell_ticks):
+                    tick()
     finally:
         with _lock:
             _cell_waits -= 1

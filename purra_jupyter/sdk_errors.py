@@ -1,16 +1,21 @@
 """The one seam where what the MCP SDK, anyio and purra-mcp raise becomes a kit code and a one-line message.
 
 A message names only what the kit knows (the server's name, a timeout, a working directory); whatever the server
-chose (an error's text, a line that is not JSON-RPC) goes to ``server_text``, scrubbed before it is cut. The HTTP
-transport reports its failures as each request's ``Failure`` (``http_transport``): none of them comes here.
+chose (an error's text, a line that is not JSON-RPC) goes to ``server_text``, scrubbed before it is cut. The one
+exception is a protocol version, which a refusal names when it is a version's name (a date, a draft's name; no
+secret), so that a person sees which era the server is of. The HTTP transport reports its failures as each request's
+``Failure`` (``http_transport``): none of them comes here.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from importlib.metadata import version
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -18,7 +23,18 @@ from . import runner
 from .config import Scrubber, ServerConfig
 from .errors import KEPT_APART, SERVER_TEXT_NOTE, McpSessionError
 from .tracking import Deadline
-from .wire import CONNECT_FAILED, CONNECTION_CLOSED, PROTOCOL_ERROR, STDIO, TIMEOUT, TRANSPORT_ERROR
+from .wire import (
+    CONNECT_FAILED,
+    CONNECTION_CLOSED,
+    PROTOCOL_ERROR,
+    PROTOCOL_UNSUPPORTED,
+    STDIO,
+    TIMEOUT,
+    TRANSPORT_ERROR,
+)
+
+if TYPE_CHECKING:
+    from mcp.types import ErrorData
 
 # What else the SDK's client and anyio's streams raise for what a server did: pydantic's ValidationError and
 # JSONDecodeError are ValueErrors, a pipe's errors OSErrors, ``ClientSession.initialize``'s refusal of a protocol
@@ -27,6 +43,116 @@ SDK_RAISES = (ValueError, OSError, RuntimeError)
 FAILURE_STDERR_LINES = 20  # the last of the server's stderr lines a failure carries as its server_text
 STDERR_NOTE = f"The server's last stderr lines are {KEPT_APART}."
 _NOT_CONNECTED = (CONNECTION_CLOSED, TRANSPORT_ERROR, PROTOCOL_ERROR)  # while connecting: a failed connect
+
+# Protocol eras. A server of protocol 2026-07-28 has no ``initialize``: it answers it with method not found or with
+# its UnsupportedProtocolVersionError (-32022, whose ``data.supported`` lists its versions), and tells its versions
+# to ``server/discover`` (``supportedVersions``; ``protocolVersions`` is read too, as some drafts name it).
+MODERN_ERA = "2026-07-28"
+MODERN_ONLY_CODES = (-32601, -32022)
+DISCOVER = "server/discover"
+DISCOVER_KEYS = ("supportedVersions", "protocolVersions")
+ERROR_KEYS = ("supported",)
+MAX_LISTED = 16  # versions a message names; a longer list is cut and says how many more
+# A protocol version as a message may name it (see ``is_version_name``).
+_VERSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,31}")
+# mcp 1.29.1's ``ClientSession.initialize`` refuses a version outside its SUPPORTED_PROTOCOL_VERSIONS with a
+# RuntimeError of these words and the version (tests/test_eras.py pins them with a server that offers 2099-01-01).
+_SDK_REFUSAL = "Unsupported protocol version from the server: "
+
+
+def package_label(name: str) -> str:
+    """``name version`` of an installed package, as a message names it."""
+    return f"{name} {version(name)}"
+
+
+@functools.cache
+def accepted_versions() -> tuple[str, ...]:
+    """The protocol versions this kit accepts: those the MCP SDK can negotiate that purra-mcp's monitor accepts,
+    asked of the installed packages (purra-mcp keeps its list inside ``accept_protocol_version``)."""
+    from mcp.shared.version import SUPPORTED_PROTOCOL_VERSIONS
+    from purra_mcp import McpCatalogMonitor
+
+    def accepts(candidate: str) -> bool:
+        try:
+            McpCatalogMonitor().accept_protocol_version(candidate)
+        except Exception:
+            return False
+        return True
+
+    return tuple(candidate for candidate in SUPPORTED_PROTOCOL_VERSIONS if accepts(candidate))
+
+
+def named(versions: list[str] | tuple[str, ...]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(filter(None, (", ".join(versions[:-1]), versions[-1]))) if versions else "none"
+
+
+def accepted_note() -> str:
+    return f"This kit accepts only protocol {named(accepted_versions())} ({package_label('purra-mcp')}'s)."
+
+
+def versions_in(value: object, keys: tuple[str, ...]) -> list[str] | None:
+    """The protocol versions a server lists under the first of ``keys`` in ``value`` (a discover result, an error's
+    data), or ``None`` when it lists none."""
+    if not isinstance(value, Mapping):
+        return None
+    listed = next((value[key] for key in keys if isinstance(value.get(key), list)), None)
+    return [str(item) for item in listed] if listed is not None else None
+
+
+def is_version_name(text: str, scrub: Scrubber) -> bool:
+    """Whether a message may name ``text``, a version the server chose: a date or a draft's name (never a link or
+    markup) that holds no secret."""
+    return _VERSION_NAME.fullmatch(text) is not None and scrub(text) == text
+
+
+def versions_shown(versions: list[str], scrub: Scrubber) -> str:
+    """The versions a server listed, as a message names them: only names of versions, at most ``MAX_LISTED``; how
+    many others it listed."""
+    names = [item for item in versions if is_version_name(item, scrub)][:MAX_LISTED]
+    others = len(versions) - len(names)
+    more = f" (and {others} other {'entry' if others == 1 else 'entries'})" if others else ""
+    return (named(names) if names else "no version by name") + more
+
+
+def sdk_refused_version(exc: BaseException) -> str | None:
+    """The version the MCP SDK's ``initialize`` refused, if ``exc`` is that refusal."""
+    text = str(exc)
+    return text[len(_SDK_REFUSAL) :] if isinstance(exc, RuntimeError) and text.startswith(_SDK_REFUSAL) else None
+
+
+def refused_version(speaker: Speaker, offered: str, refuser: str) -> McpSessionError:
+    """``mcp_protocol_unsupported`` naming the version the server offered (if it is a version's name; else it is
+    kept apart), who refused it and the versions this kit accepts."""
+    if is_version_name(offered, speaker.scrub):
+        return McpSessionError(
+            PROTOCOL_UNSUPPORTED,
+            f"Server '{speaker.name}' offered protocol {offered}, which {refuser} does not accept. {accepted_note()}",
+        )
+    return McpSessionError(
+        PROTOCOL_UNSUPPORTED,
+        f"Server '{speaker.name}' offered a protocol version that is not a version's name, which {refuser} does "
+        f"not accept. {accepted_note()} {SERVER_TEXT_NOTE}",
+        server_text=speaker.scrub.words(offered),
+    )
+
+
+def modern_only(speaker: Speaker, error: ErrorData, discovered: list[str] | None) -> McpSessionError:
+    """``mcp_protocol_unsupported`` for a server that answered ``initialize`` with ``error`` (method not found,
+    -32022): a server of protocol 2026-07-28, which the SDK purra-mcp is built on cannot speak; with the versions it
+    listed (its ``server/discover`` answer, else its error's data) if it listed any."""
+    listed = discovered if discovered is not None else versions_in(error.data, ERROR_KEYS)
+    where = f"its {DISCOVER} lists" if discovered is not None else "its error lists"
+    versions = f"; {DISCOVER} gave no versions"
+    if listed is not None:
+        versions = f"; {where} {versions_shown(listed, speaker.scrub)}"
+    return McpSessionError(
+        PROTOCOL_UNSUPPORTED,
+        f"Server '{speaker.name}' answered initialize with error {error.code}: this server speaks only protocol "
+        f"{MODERN_ERA}, which {package_label('purra-mcp')} (and so this kit) cannot{versions}. {accepted_note()} "
+        f"{SERVER_TEXT_NOTE}{speaker.hint}",
+        server_text=speaker.scrub.words(str(error.message)),
+    )
 
 
 def stderr_hint(stderr: str) -> str:
@@ -82,6 +208,8 @@ def translate(exc: BaseException, speaker: Speaker, *, connecting: bool, deadlin
     hint = speaker.hint
     if isinstance(exc, CodedAgentCoreError):
         what = _ADAPTER_MESSAGES.get(exc.code, "purra-mcp refused the operation")
+        if exc.code == PROTOCOL_UNSUPPORTED:  # (the connection names the version: see ``ErrorSeam.refused_version``)
+            what += f" ({accepted_note().removesuffix('.')})"
         return McpSessionError(exc.code, f"Server '{name}': {what}.{hint if exc.code == TIMEOUT else ''}")
     if isinstance(exc, TimeoutError):
         within = f"{deadline.seconds:g}" if deadline is not None else f"{speaker.config.timeout:g}"
@@ -113,6 +241,9 @@ def translate(exc: BaseException, speaker: Speaker, *, connecting: bool, deadlin
         return McpSessionError(
             CONNECT_FAILED, f"Could not start {speaker.config.command!r} for '{name}': {exc.strerror or exc}."
         )
+    offered = sdk_refused_version(exc)
+    if offered is not None:
+        return refused_version(speaker, offered, f"the MCP SDK ({package_label('mcp')}, and so this kit)")
     if not isinstance(exc, SDK_RAISES):  # a bug of the kit: raised as it is, with its traceback
         raise exc
     failed = CONNECT_FAILED if connecting else TRANSPORT_ERROR
@@ -148,6 +279,29 @@ class ErrorSeam:
             exc = McpSessionError(CONNECT_FAILED, exc.message, server_text=exc.server_text)
         return self.translate(exc, connecting=True, deadline=deadline)
 
+    def speaker(self) -> Speaker:
+        return Speaker(self._config.name, self._config, self._kind, self._scrub, self.hint())
+
+    def refused_version(self, exc: Exception, offered: str) -> McpSessionError:
+        """What purra-mcp's refusal (``exc``) of the protocol version the server ``offered`` raises: the version
+        named; any other failure as ``translate`` has it."""
+        from purra.errors import CodedAgentCoreError
+
+        if isinstance(exc, CodedAgentCoreError) and exc.code == PROTOCOL_UNSUPPORTED:
+            refuser = f"{package_label('purra-mcp')} (and so this kit)"
+            return self._ours(refused_version(self.speaker(), offered, refuser))
+        return self.translate(exc, connecting=True)
+
+    def modern_only(self, error: ErrorData, discovered: list[str] | None) -> McpSessionError:
+        """A server of protocol 2026-07-28 refused by name (see ``modern_only``); ``error`` its answer to
+        ``initialize`` (the SDK's ``ErrorData``)."""
+        return self._ours(modern_only(self.speaker(), error, discovered))
+
+    def _ours(self, error: McpSessionError) -> McpSessionError:
+        """``error`` as a failure of this connection: its message scrubbed (it may name what the server chose), the
+        server's stderr tail carried where the message points to it."""
+        return self.with_stderr(McpSessionError(error.code, self._scrub(error.message), server_text=error.server_text))
+
     def translate(
         self, exc: BaseException, *, connecting: bool = False, deadline: Deadline | None = None
     ) -> McpSessionError:
@@ -155,15 +309,13 @@ class ErrorSeam:
         the kit is raised again."""
         if isinstance(exc, McpSessionError):
             return self.with_stderr(exc)
-        speaker = Speaker(self._config.name, self._config, self._kind, self._scrub, self.hint())
-        error = translate(runner.leaf_exception(exc), speaker, connecting=connecting, deadline=deadline)
-        return self.with_stderr(McpSessionError(error.code, self._scrub(error.message), server_text=error.server_text))
+        error = translate(runner.leaf_exception(exc), self.speaker(), connecting=connecting, deadline=deadline)
+        return self._ours(error)
 
 
 # purra-mcp's codes carry no message (remote text is never attached); these say what each means.
 _ADAPTER_MESSAGES = {
-    "mcp_protocol_unsupported": "negotiated a protocol version PurrA does not accept (it accepts 2025-06-18 "
-    "and 2025-11-25)",
+    PROTOCOL_UNSUPPORTED: "negotiated a protocol version PurrA does not accept",
     "mcp_catalog_limit_exceeded": "the tool catalog exceeds PurrA's limits (pages, tool count, catalog, "
     "schema or description bytes)",
     "mcp_pagination_invalid": "tools/list returned an invalid cursor (empty, over 512 bytes, or repeated)",
@@ -183,4 +335,21 @@ _ADAPTER_MESSAGES = {
 }
 
 
-__all__ = ["STDERR_NOTE", "ErrorSeam", "Speaker", "offending_line", "stderr_hint", "translate", "with_stderr"]
+__all__ = [
+    "DISCOVER",
+    "DISCOVER_KEYS",
+    "MODERN_ERA",
+    "MODERN_ONLY_CODES",
+    "STDERR_NOTE",
+    "ErrorSeam",
+    "Speaker",
+    "accepted_versions",
+    "modern_only",
+    "offending_line",
+    "refused_version",
+    "stderr_hint",
+    "translate",
+    "versions_in",
+    "versions_shown",
+    "with_stderr",
+]

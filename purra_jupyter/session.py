@@ -30,6 +30,7 @@ from .errors import McpSessionError
 from .evaluate import prepare
 from .markup import key_value_table
 from .memory_transport import MemoryTransport
+from .offerings import PROMPTS, RESOURCES, TEMPLATES, Offered, Offerings, PromptMessages, ResourceContents
 from .stdio_transport import StdioTransport
 from .transport import Transport
 from .wire import (
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from .envelope import Envelope, RawResult
     from .ui.approval import PendingCall
     from .ui.forms import SchemaForm
+    from .ui.offerings import OfferingForm
     from .ui.status import SessionStatus
 
 
@@ -74,6 +76,7 @@ class McpSession(HasTraits):
         self.connection = connection
         self._approval = approval
         self._bindings = bindings
+        self._offered = Offered(connection)
         dlink((connection, "state"), (self, "state"))
         dlink((bindings, "count"), (self, "bound_count"))
         self.observe(lambda change: registry.remove(self) if change["new"] == CLOSED else None, names="state")
@@ -259,6 +262,66 @@ class McpSession(HasTraits):
     def unbind(self, local_name: str) -> None:
         self._bindings.unbind(local_name)
 
+    # --- what the server offers besides tools (raw exploration, outside the PurrA contract) -----------
+
+    @property
+    def resources(self) -> Offerings:
+        """The server's resources (``resources/list``), listed on first use and again after the server said they
+        changed (a listing held meanwhile says it is stale). ``mcp_capability_missing`` if it offers none."""
+        return self._offered.listing(RESOURCES)
+
+    @property
+    def resource_templates(self) -> Offerings:
+        """The server's resource templates (``resources/templates/list``), listed as ``resources`` are."""
+        return self._offered.listing(TEMPLATES)
+
+    @property
+    def prompts(self) -> Offerings:
+        """The server's prompts (``prompts/list``), listed as ``resources`` are."""
+        return self._offered.listing(PROMPTS)
+
+    def read_resource(
+        self, uri: str, values: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> ResourceContents:
+        """``resources/read`` of ``uri``; with ``values``, ``uri`` is a URI template (RFC 6570) filled with them,
+        each percent-encoded. A server's refusal is ``mcp_protocol_error`` with its words."""
+        return self._offered.read(uri, values, timeout=timeout)
+
+    def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
+    ) -> PromptMessages:
+        """``prompts/get`` of ``name`` with ``arguments`` (strings); shown as its messages."""
+        return self._offered.prompt(name, arguments, timeout=timeout)
+
+    def complete(
+        self,
+        argument: str,
+        value: str = "",
+        *,
+        prompt: str | None = None,
+        template: str | None = None,
+        context: Mapping[str, str] | None = None,
+    ) -> list[str]:
+        """The values the server offers (``completion/complete``) for ``argument`` of a ``prompt`` or a resource
+        ``template`` (give one), typed so far as ``value``; ``context``: the other arguments already chosen."""
+        if (prompt is None) == (template is None):
+            raise McpSessionError(CONFIG_INVALID, "complete() takes prompt= or template=, one of them.")
+        reference = (PROMPTS, prompt) if prompt is not None else (TEMPLATES, cast(str, template))
+        return self._offered.complete(reference, argument, value, context)
+
+    def resource_form(self, template: str) -> OfferingForm:
+        """A form with one field per variable of the resource template ``template`` (its URI template); "Read"
+        shows the resource below it. Fields offer the server's completions when it has them."""
+        from .ui.offerings import template_form
+
+        return template_form(self._offered, self.resource_templates[template])
+
+    def prompt_form(self, name: str) -> OfferingForm:
+        """A form with one field per argument of the prompt ``name``; "Get prompt" shows its messages below it."""
+        from .ui.offerings import prompt_form
+
+        return prompt_form(self._offered, self.prompts[name])
+
     # --- calls -----------------------------------------------------------------------------------
 
     def call(
@@ -269,6 +332,7 @@ class McpSession(HasTraits):
         approve: bool | None = None,
         raw: bool = False,
         timeout: float | None = None,
+        task: bool = False,
         check_arguments: bool = True,
     ) -> Envelope | RawResult | PendingCall:
         """Call ``tool`` (a local or remote name) and return its result; tool failures never raise.
@@ -280,10 +344,15 @@ class McpSession(HasTraits):
         decides: ``prompt`` returns a ``PendingCall`` that displays as the approval widget and sends
         nothing until approved; ``deny`` refuses every call, ``approve=True`` included. ``timeout`` is in
         seconds (at most 300); when the kit stops waiting, the server is told to cancel the call.
-        ``check_arguments=False`` (with ``raw=True`` only) sends the arguments without checking them against the
-        tool's schema, to probe the server's own validation; still behind approval, which says so."""
+
+        ``task=True`` (raw only, for a tool whose ``execution.taskSupport`` is optional or required) runs it as an
+        MCP task: its status shows as it moves, Cancel cancels the task on the server, and the result is a raw
+        result. A raw call asks the server for progress; progress, a task's status and the server's log lines
+        show under the running call. ``check_arguments=False`` (with ``raw=True`` only) sends the arguments without
+        checking them against the tool's schema, to probe the server's own validation; still behind approval,
+        which says so."""
         check_approve(approve)
-        plan = plan_call(self.connection, self._bindings, tool, arguments, raw=raw, timeout=timeout,
+        plan = plan_call(self.connection, self._bindings, tool, arguments, raw=raw, timeout=timeout, task=task,
                          check_arguments=check_arguments)  # fmt: skip
         return refusal(plan) or self._decide(plan, approve)
 
@@ -328,7 +397,10 @@ class McpSession(HasTraits):
         from .ui.forms import tool_form
 
         remote = self._bindings.remote_name(tool)
-        review = lambda arguments, raw, checked: self.call(remote, arguments, raw=raw, check_arguments=checked)  # noqa: E731
+        task = self.catalog[remote].task_support == "required"  # (raw then: such a tool runs only as a task)
+        review = lambda arguments, raw, checked: self.call(  # noqa: E731
+            remote, arguments, raw=raw, task=raw and task, check_arguments=checked
+        )
         return tool_form(self.catalog[remote], limits=self.limits, review=review)
 
     def status_widget(self) -> SessionStatus:

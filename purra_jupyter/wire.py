@@ -36,6 +36,7 @@ AUTH_CANCELED = "mcp_auth_canceled"  # the person canceled the authorization (no
 SESSION_EXPIRED = "mcp_session_expired"  # HTTP 404 to the session's id: the server ended it; reconnect
 NOT_READ_ONLY = "mcp_not_read_only"  # a read declaration of a tool its server marks as not read-only
 CAPABILITY_MISSING = "mcp_capability_missing"  # asked of a server what its capabilities do not offer (logging ...)
+OFFERING_UNKNOWN = "mcp_offering_unknown"  # a resource, resource template or prompt the server does not list
 
 # Error codes shared with purra-mcp.
 BINDING_INVALID = "mcp_binding_invalid"
@@ -50,8 +51,10 @@ RESULT_INVALID = "mcp_result_invalid"
 RESULT_UNSUPPORTED = "mcp_result_unsupported"  # a content block that is not text, which an envelope cannot carry
 RESULT_TOO_LARGE = "mcp_result_too_large"
 TOOL_ERROR = "mcp_tool_error"
+PAGINATION_INVALID = "mcp_pagination_invalid"  # a next cursor that is empty, too long or already followed
 CONNECTION_CLOSED = "mcp_connection_closed"
 PROTOCOL_ERROR = "mcp_protocol_error"
+PROTOCOL_UNSUPPORTED = "mcp_protocol_unsupported"  # a protocol version (or era) the kit cannot speak: named
 TIMEOUT = "mcp_timeout"
 TRANSPORT_ERROR = "mcp_transport_error"
 
@@ -96,6 +99,12 @@ EVENT_SDK = "sdk"  # a record of the MCP SDK's own logging, with its level
 EVENT_CLOSE = "close"
 EVENT_SETTING = "setting"  # a policy or timeout changed on an open session
 EVENT_SERVER_LOG = "server_log"  # a log message the server sent (notifications/message): its level, logger, data
+EVENT_TASK = "task"  # a raw call run as a task: created, its end, its cancellation
+EVENT_RESOURCE_UPDATED = "resource_updated"  # the server said a resource changed (notifications/resources/updated)
+
+# The lists a server offers besides tools, as their list_changed notices name them (raw exploration).
+RESOURCES = "resources"  # resources/list and resources/templates/list (one notice covers both)
+PROMPTS = "prompts"
 
 # Transports.
 STDIO = "stdio"

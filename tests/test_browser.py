@@ -832,6 +832,7 @@ def test_a_record_shows_its_arguments_and_the_catalog_fits_and_searches(
             assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
         except BaseException:
             browser.report_failure(f"{ui}-fit-failure", lab)
+            raise
 
 
 # --- widget outputs without their kernel ------------------------------------------------------------------
@@ -1155,4 +1156,49 @@ def test_no_output_of_the_kit_makes_a_link_of_an_address_a_server_chose(tmp_path
             assert browser.errors == []
         except BaseException:
             browser.report_failure("urls-failure", lab)
+            raise
+
+
+# --- the whole server in view: what it says under a running call ------------------------------------------------
+
+EVERYTHING = ROOT / "tests/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+SERVER_CELLS = {
+    "connect": (
+        "import purra_jupyter as pj\n"
+        f'ev = pj.connect(pj.ServerConfig("everything", command="node", args=[{str(EVERYTHING)!r}, "stdio"]))\n'
+        'ev.set_log_level("debug")\n'
+        'ev.call("toggle-simulated-logging", {}, raw=True, approve=True).ok'
+    ),
+    "running": 'pending = ev.call("trigger-long-running-operation", {"duration": 12, "steps": 12}, raw=True)\npending',
+}
+ACTIVITY = ".purra-approval .purra-activity"
+
+
+def test_the_servers_log_lines_and_progress_appear_under_a_running_call(tmp_path: Path, browser: Browser) -> None:
+    """server-everything's progress (a bar and its words) and its simulated log lines show under the approved
+    call while it runs, read in both themes, and stay in its record once it settled."""
+    page = browser.page
+    cell = lambda name: page.locator(".jp-Notebook .jp-Cell").nth(list(SERVER_CELLS).index(name))  # noqa: E731
+    with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
+        notebook = nbformat.v4.new_notebook()
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        notebook.cells = [nbformat.v4.new_code_cell(source) for source in SERVER_CELLS.values()]
+        nbformat.write(notebook, lab.root / "server.ipynb")
+        try:
+            open_notebook(browser, lab, "server.ipynb")
+            run_all(browser)
+            running = cell("running")
+            running.locator(".purra-approval").get_by_role("button", name="Approve").click()
+            activity = running.locator(ACTIVITY)
+            expect(activity).to_contain_text("progress 1 of 12 (8%)")
+            expect(activity.locator("progress, .widget-progress, .progress-bar").first).to_be_visible()
+            expect(activity).to_contain_text("-level message")  # a log line of the server's, as it came
+            expect(running.locator(".purra-approval-state")).to_have_text("approved, running")
+            assert_contrast(browser, "server-running", {"running": running})
+            record = running.locator(RAW_RESULT)
+            expect(record.locator(".jp-PurraRenderer-activity")).to_contain_text("progress 12 of 12 (100%)",
+                                                                                 timeout=STEP)  # fmt: skip
+            assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
+        except BaseException:
+            browser.report_failure("server-running-failure", lab)
             raise

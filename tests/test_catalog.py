@@ -12,8 +12,9 @@ import anyio
 import pandas as pd
 import pytest
 from conftest import assert_verdicts_match_purra, demo_in_memory, purra_refusal, raw_config, read_binding, wait_until
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.server.lowlevel import Server
 from purra.contracts import ToolPolicy
 from purra_mcp import McpAdapterError, McpCatalogMonitor, McpToolBinding, McpToolLimits, discover_mcp_tools
 
@@ -302,3 +303,185 @@ def test_the_catalog_payload_carries_the_kits_fixed_words_apart_from_its_data(de
     assert tools["echo"]["input_schema"] == dict(catalog["echo"].input_schema)  # a reader can open the schemas
     assert all(tool["output_schema"] == catalog[name].output_schema for name, tool in tools.items())
     assert CALLABLE_UNDER in catalog.summary and NOT_CALLABLE in repr(catalog)  # the demo's greet is not callable
+
+
+# --- hints that lead to a fix --------------------------------------------------------------------------------
+
+OUTSIDE = "is outside the profile"
+DOCUMENT_DEFAULT = (
+    "drop it and document the default in the description (an optional parameter is simply left out of required)"
+)
+
+
+def served(*tools: types.Tool) -> pj.ServerConfig:
+    """A server of its own listing ``tools``, reached in memory (the verdicts are the kit's, the server a stand-in
+    for a published one)."""
+    server: Server[Any] = Server("hinted")
+
+    @server.list_tools()
+    async def listed() -> list[types.Tool]:
+        return list(tools)
+
+    return pj.ServerConfig("hinted", server=server)
+
+
+def reasons_for(input_schema: dict[str, Any], output_schema: dict[str, Any] | None = None) -> list[str]:
+    """The reasons of one tool with these schemas, listed by a server and checked against purra-mcp's verdict."""
+    tool = types.Tool(name="t", inputSchema=input_schema, outputSchema=output_schema)
+    with pj.connect(served(tool)) as session:
+        assert_verdicts_match_purra(session)
+        return list(session.catalog["t"].reasons)
+
+
+def _object(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
+@pytest.mark.parametrize(
+    ("schema", "reason"),
+    [
+        (_object(n={"type": "integer", "exclusiveMinimum": 0}), f'inputSchema.properties.n.exclusiveMinimum: '
+         f'"exclusiveMinimum" {OUTSIDE} — use minimum: 1 (the same bound, for an integer)'),
+        (_object(n={"type": "integer", "exclusiveMaximum": 2.5}), f'inputSchema.properties.n.exclusiveMaximum: '
+         f'"exclusiveMaximum" {OUTSIDE} — use maximum: 2 (the same bound, for an integer)'),
+        (_object(n={"type": ["integer", "null"], "minimum": 5, "exclusiveMinimum": 0}),
+         f'inputSchema.properties.n.exclusiveMinimum: "exclusiveMinimum" {OUTSIDE} — use minimum: 5 (the same '
+         "bound, for an integer)"),
+        (_object(n={"type": "integer", "minimum": 3, "exclusiveMinimum": True}),  # draft-04's flag
+         f'inputSchema.properties.n.exclusiveMinimum: "exclusiveMinimum" {OUTSIDE} — use minimum: 4 (the same '
+         "bound, for an integer)"),
+        (_object(x={"type": "number", "exclusiveMinimum": 0}), f'inputSchema.properties.x.exclusiveMinimum: '
+         f'"exclusiveMinimum" {OUTSIDE} — drop it and check the bound on the server (minimum: 0 would accept 0 '
+         "itself), or use minimum: 0 if 0 may be accepted"),
+        ({**_object(), "additionalProperties": {"type": "string"}}, "inputSchema.additionalProperties: a schema for "
+         f"extra properties {OUTSIDE}, which takes true or false — use true (extra properties of any shape: check "
+         "them on the server) or false (no extra properties)"),
+        (_object(a={"type": "array", "items": True}), f"inputSchema.properties.a.items: a boolean schema {OUTSIDE} "
+         "— use {} (it accepts any value, as true does)"),
+        (_object(a=True), f"inputSchema.properties.a: a boolean schema {OUTSIDE} — use {{}} (it accepts any value, "
+         "as true does)"),
+        (_object(a=False), f"inputSchema.properties.a: false (the property must be absent) {OUTSIDE} — drop it "
+         "(with additionalProperties: false the object still refuses the property; otherwise check on the server "
+         "that it is absent)"),
+        (_object(a={"type": "array", "items": False}), f"inputSchema.properties.a.items: false (no items) {OUTSIDE} "
+         "— drop it and use maxItems: 0 (the array must be empty)"),
+        (_object(a={"anyOf": [{"type": "string"}, False]}), f"inputSchema.properties.a.anyOf[1]: false (matches "
+         f"nothing) {OUTSIDE} — drop it (a branch no value takes)"),
+        ({"$schema": "http://json-schema.org/draft-07/schema#", **_object()}, "inputSchema.$schema: declares "
+         "'http://json-schema.org/draft-07/schema#', PurrA reads only JSON Schema 2020-12 — drop it (the rest is "
+         "then read as 2020-12) or declare https://json-schema.org/draft/2020-12/schema"),
+        (_object(a={"type": "string", "description": None}), "inputSchema.properties.a.description: null — drop it "
+         "or give it a value of its type"),
+        (_object(a={"$ref": "#/$defs/gone"}), f'inputSchema.properties.a.$ref: "$ref" {OUTSIDE} — drop it: '
+         '"#/$defs/gone" points at nothing in this schema'),
+    ],
+)  # fmt: skip
+def test_each_corrected_hint_says_exactly_what_fixes_it(schema: dict[str, Any], reason: str) -> None:
+    assert reasons_for(schema) == [reason]
+
+
+def test_reasons_continue_inside_the_definitions_at_their_paths() -> None:
+    schema = {
+        **_object(a={"$ref": "#/$defs/Foo"}),
+        "$defs": {
+            "Foo": {**_object(x={"type": "string", "default": "d", "format": "uri"}, y={"$ref": "#/$defs/Bar"}),
+                    "additionalProperties": {"type": "string"}},
+            "Bar": {"type": "string", "pattern": "^a"},
+        },
+    }  # fmt: skip
+    assert reasons_for(schema) == [
+        f'inputSchema.$defs: "$defs" {OUTSIDE} — drop it once every $ref into it is inlined',
+        f'inputSchema.properties.a.$ref: "$ref" {OUTSIDE} — inline "#/$defs/Foo" here (its keywords in place of '
+        "the $ref)",
+        f'inputSchema.$defs.Foo.properties.x.default: "default" {OUTSIDE} — {DOCUMENT_DEFAULT}',
+        f'inputSchema.$defs.Foo.properties.x.format: "format" {OUTSIDE} — drop it and describe the expected format '
+        "in the description",
+        f'inputSchema.$defs.Foo.properties.y.$ref: "$ref" {OUTSIDE} — inline "#/$defs/Bar" here (its keywords in '
+        "place of the $ref)",
+        f"inputSchema.$defs.Foo.additionalProperties: a schema for extra properties {OUTSIDE}, which takes true or "
+        "false — use true (extra properties of any shape: check them on the server) or false (no extra properties)",
+        f'inputSchema.$defs.Bar.pattern: "pattern" {OUTSIDE} — drop it, describe the pattern in the description and '
+        "check it on the server",
+    ]
+
+
+def test_a_recursive_ref_says_it_cannot_be_inlined() -> None:
+    schema = {**_object(tree={"$ref": "#/$defs/Node"}), "definitions": {"unused": {}},
+              "$defs": {"Node": _object(next={"$ref": "#/$defs/Node"})}}  # fmt: skip
+    assert reasons_for(schema) == [
+        f'inputSchema.$defs: "$defs" {OUTSIDE} — drop it once every $ref into it is inlined',
+        f'inputSchema.definitions: "definitions" {OUTSIDE} — drop it once every $ref into it is inlined',
+        f'inputSchema.properties.tree.$ref: "$ref" {OUTSIDE} — inline "#/$defs/Node" here (its keywords in place of '
+        "the $ref)",
+        f'inputSchema.$defs.Node.properties.next.$ref: "$ref" {OUTSIDE}, and "#/$defs/Node" cannot be inlined: it '
+        "leads back to itself (a recursive schema, which PurrA cannot represent) — drop it (any value is then "
+        "accepted here: check it on the server) or write the recursion out to a bounded depth",
+    ]
+
+
+def test_a_root_given_by_reference_is_not_told_to_wrap_its_values() -> None:
+    schema = {"$ref": "#/$defs/Root", "$defs": {"Root": _object(a={"type": "string"})}}
+    assert reasons_for(schema) == [
+        f'inputSchema.$defs: "$defs" {OUTSIDE} — drop it once every $ref into it is inlined',
+        f'inputSchema.$ref: "$ref" {OUTSIDE} — inline "#/$defs/Root" here (its keywords in place of the $ref)',
+    ]
+
+
+def test_what_inlining_makes_too_big_is_said() -> None:
+    """Each definition is small, but inlined as told the schema nests deeper than purra takes."""
+    definitions = {f"D{i}": _object(a={"$ref": f"#/$defs/D{i + 1}"}) for i in range(40)}
+    definitions["D40"] = {"type": "string"}
+    reasons = reasons_for({**_object(a={"$ref": "#/$defs/D0"}), "$defs": definitions})
+    assert reasons[-1] == "inputSchema (its definitions inlined): nested 83 levels deep, over 32 — flatten the schema"
+
+
+def test_definitions_that_inlining_copies_past_purras_node_limit_are_said() -> None:
+    """Each definition is used twice by the one before it: inlined, 2^14 copies of the last."""
+    definitions = {f"D{i}": _object(a={"$ref": f"#/$defs/D{i + 1}"}, b={"$ref": f"#/$defs/D{i + 1}"})
+                   for i in range(14)}  # fmt: skip
+    definitions["D14"] = {"type": "string"}
+    reasons = reasons_for({**_object(a={"$ref": "#/$defs/D0"}), "$defs": definitions})
+    assert reasons[-1] == (
+        "inputSchema (its definitions inlined): over 4096 schema nodes — simplify the schema, or keep the "
+        "definitions few and small"
+    )
+
+
+def test_a_default_in_an_output_schema_is_told_to_go_not_to_be_optional() -> None:
+    reasons = reasons_for(_object(), _object(count={"type": "integer", "default": 0}))
+    assert reasons == [
+        f'outputSchema.properties.count.default: "default" {OUTSIDE} — drop it (an output schema describes the '
+        "values a tool returns: a default means nothing there)"
+    ]
+    assert reasons_for(_object(count={"type": "integer", "default": 0})) == [
+        f'inputSchema.properties.count.default: "default" {OUTSIDE} — {DOCUMENT_DEFAULT}'
+    ]
+
+
+WRITE_HINTED = types.ToolAnnotations(readOnlyHint=False)
+
+
+@pytest.mark.parametrize("effect", ["read", "write"])
+def test_bind_names_the_schema_refusal_before_the_servers_write_hints(effect: str) -> None:
+    """A tool both write-hinted and refused by schema: no declaration makes it bindable, so bind says why, whatever
+    the effect asked for (not ``mcp_not_read_only`` and "bind it as a write", which would then fail too)."""
+    tool = types.Tool(name="save", inputSchema=_object(path={"type": "string", "format": "uri"}),
+                      annotations=WRITE_HINTED)  # fmt: skip
+    with pj.connect(served(tool)) as session:
+        assert purra_refusal(session, "save") == "mcp_schema_unsupported"
+        options: dict[str, Any] = {} if effect == "read" else {"scope_validator": pj.allow_any_scope}
+        with pytest.raises(pj.McpSessionError) as caught:
+            session.bind("save", effect=effect, **options)
+        assert caught.value.code == "mcp_schema_unsupported"
+        assert "1 reason" in caught.value.message and "as a write" not in caught.value.message
+        assert caught.value.server_text == session.catalog["save"].reasons[0]
+        assert caught.value.server_text.startswith('inputSchema.properties.path.format: "format"')
+        assert session.bindings is None and session.write_bindings is None
+
+
+def test_a_write_hinted_tool_purra_binds_still_asks_to_be_bound_as_a_write() -> None:
+    tool = types.Tool(name="save", inputSchema=_object(path={"type": "string"}), annotations=WRITE_HINTED)
+    with pj.connect(served(tool)) as session:
+        with pytest.raises(pj.McpSessionError) as caught:
+            session.bind("save")
+        assert caught.value.code == "mcp_not_read_only" and "Bind it as a write" in caught.value.message

@@ -94,6 +94,7 @@ def test_the_sse_retry_scenario_is_refused_for_its_protocol_version(tmp_path: Pa
     answered = [check for check in checks if check["id"] == "outgoing-response"]
     assert answered and answered[0]["details"]["body"]["result"]["protocolVersion"] == "2025-03-26"
     assert "McpSessionError: mcp_protocol_unsupported" in stderr, stderr
+    assert "offered protocol 2025-03-26, which purra-mcp" in stderr, stderr  # the version named
 
 
 def test_scopes_of_the_persons_own_are_asked_for_besides_the_servers(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from conftest import ROOT
 PACKAGE = "purra_jupyter"
 # Bottom to top (DESIGN §3). A module may import its own layer's or any lower layer's modules.
 LAYERS = [
-    ("wire", "errors", "markup", "names", "raw_schema", "session_log"),
+    ("wire", "errors", "markup", "names", "raw_schema", "session_log", "activity"),
     ("config",),
     ("runner",),
     ("oauth",),
@@ -29,6 +29,7 @@ LAYERS = [
     ("catalog",),
     ("bindings",),
     ("envelope",),
+    ("offerings",),
     ("calls",),
     ("evaluate",),
     ("ui",),

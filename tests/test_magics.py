@@ -30,6 +30,10 @@ MAGICS = [
     "mcp_evaluate",
     "mcp_log",
     "mcp_log_level",
+    "mcp_resources",
+    "mcp_prompts",
+    "mcp_read",
+    "mcp_prompt",
 ]
 DEMO = "demo -- {sys.executable} -m purra_jupyter.demo"
 
@@ -361,3 +365,39 @@ def test_sessions_with_none_open_says_so(ip: InteractiveShell, capsys: pytest.Ca
     capsys.readouterr()
     assert ip.run_line_magic("mcp_sessions", "") is None
     assert capsys.readouterr().out.startswith("No open sessions. Open one with %mcp_connect")
+
+
+def test_resources_and_prompts_magics_show_what_the_server_offers(
+    ip: InteractiveShell, demo: pj.McpSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from purra_jupyter.offerings import Offerings, PromptMessages, ResourceContents
+    from purra_jupyter.ui.offerings import OfferingForm
+
+    both = ip.run_line_magic("mcp_resources", "demo")
+    assert [len(listing) for listing in both] == [9, 1]
+    html = both._repr_mimebundle_()["text/html"]
+    assert "9 resources" in html and "1 resource template" in html and "demo://documents/{id}" in html
+    prompts = ip.run_line_magic("mcp_prompts", "demo")
+    assert isinstance(prompts, Offerings) and prompts.keys() == ["summarize"]
+    read = ip.run_line_magic("mcp_read", "demo demo://documents/doc-3")
+    assert isinstance(read, ResourceContents) and read.text.startswith("# Tool schemas in MCP")
+    filled = ip.run_line_magic("mcp_read", 'demo demo://documents/{id} {"id": "doc-4"}')  # never expanded
+    assert isinstance(filled, ResourceContents) and filled.uri == "demo://documents/doc-4"
+    form = ip.run_line_magic("mcp_read", "demo demo://documents/{id}")
+    assert isinstance(form, OfferingForm) and list(form.fields) == ["id"] and form.completes
+    got = ip.run_line_magic("mcp_prompt", 'demo summarize {"id": "doc-1"}')
+    assert isinstance(got, PromptMessages) and got.text == ["Summarize in one line:"]
+    asked = ip.run_line_magic("mcp_prompt", "demo summarize")  # arguments and no JSON: its form
+    assert isinstance(asked, OfferingForm) and asked.button.description == "Get prompt"
+    text = one_line_error(ip, "%mcp_prompt demo nosuch", capsys)
+    assert text.startswith("McpSessionError: mcp_offering_unknown: Server 'demo' lists no prompt 'nosuch'"), text
+    text = one_line_error(ip, '%mcp_read demo demo://documents/{id} {"id": "doc-1", "x": "1"}', capsys)
+    assert text.startswith("UsageError: mcp_invalid_arguments:") and "no variable x" in text, text
+    text = one_line_error(ip, "%mcp_read demo demo://documents/doc-99", capsys)
+    assert text.startswith("McpSessionError: mcp_protocol_error:"), text
+    text = one_line_error(ip, '%mcp_prompt demo summarize {"id": 1}', capsys)
+    assert text.startswith("UsageError: mcp_invalid_arguments:"), text
+    text = one_line_error(ip, "%mcp_read demo", capsys)
+    assert text.startswith("UsageError:"), text
+    assert "%mcp_read NAME URI_TEMPLATE" in ip.run_line_magic("mcp_read", "--help").text
+    assert "%mcp_prompt NAME PROMPT" in ip.run_line_magic("mcp_prompt", "demo --help").text

@@ -44,13 +44,16 @@ def decode_error() -> json.JSONDecodeError:
     raise AssertionError("json accepted it")
 
 
+REFUSED = "Unsupported protocol version from the server: "  # the MCP SDK's words when initialize refuses one
+
+
 def mcp_error(code: int, message: str = f"the server says {SECRET} at https://evil.example/x") -> McpError:
     return McpError(types.ErrorData(code=code, message=message))
 
 
 # (exception, connecting, code, words the message holds)
 CASES: list[tuple[BaseException, bool, str, str]] = [
-    (McpAdapterError("", code="mcp_protocol_unsupported"), True, "mcp_protocol_unsupported", "protocol version"),
+    (McpAdapterError("", code="mcp_protocol_unsupported"), True, "mcp_protocol_unsupported", "accepts only protocol"),
     (McpAdapterError("", code="mcp_catalog_limit_exceeded"), False, "mcp_catalog_limit_exceeded", "PurrA's limits"),
     (McpAdapterError("", code="mcp_pagination_invalid"), False, "mcp_pagination_invalid", "invalid cursor"),
     (StructuredOutputError("", code="mcp_schema_unsupported"), False, "mcp_schema_unsupported", "profile"),
@@ -72,7 +75,9 @@ CASES: list[tuple[BaseException, bool, str, str]] = [
     (validation_error(), False, "mcp_transport_error", "an answer the MCP SDK cannot read (ValidationError)"),
     (decode_error(), True, "mcp_connect_failed", "an answer the MCP SDK cannot read (JSONDecodeError)"),
     (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), False, "mcp_transport_error", "cannot read"),
-    (RuntimeError(f"Unsupported protocol version from the server: {SECRET}"), True, "mcp_connect_failed", "failure"),
+    (RuntimeError(f"{REFUSED}2099-01-01"), True, "mcp_protocol_unsupported", "offered protocol 2099-01-01, which"),
+    (RuntimeError(f"{REFUSED}{SECRET}"), True, "mcp_protocol_unsupported", "version that is not a version's name"),
+    (RuntimeError("another failure"), True, "mcp_connect_failed", "a failure (RuntimeError)"),
 ]
 
 

@@ -134,12 +134,12 @@ BIG = {"type": "object", "properties": {f"p{i}": {"type": "string", "description
         (_nested(40), "nested"),
         (WIDE, "schema nodes, over 4096"),
         (BIG, "bytes, over the 65536-byte limit"),
-        ({"type": "object", "additionalProperties": {"type": "string"}}, "must be true or false"),
+        ({"type": "object", "additionalProperties": {"type": "string"}}, "which takes true or false — use true"),
         ({"type": "object", "properties": {"a": {"type": "string", "description": None}}}, "description: null"),
         ({"type": "object", "properties": {"a": {"type": "string", "format": "uri"}}}, '"format" is outside'),
         ({"type": "object", "properties": {"a: b": {"format": "uri"}}}, 'inputSchema.properties.a: b.format: "format"'),
         ({"type": "object", "properties": {"a": {"type": "float"}}}, "a.type: unsupported type(s): float — fix"),
-        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {}}}, "inline the"),
+        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {}}}, 'inline "#/$defs/a" here'),
         ({"type": "object", "properties": {"a": {"type": ["string", "null"], "default": None}}}, "default"),
     ],
 )
@@ -161,4 +161,8 @@ def test_task_support_required_is_refused_with_its_reason() -> None:
     assert verdict.refusal == refusal
     assert not accepted
     assert not verdict.callable and verdict.input_verdict == "compatible"
-    assert verdict.reasons == ("execution.taskSupport: 'required' — PurrA calls tools directly; make tasks optional",)
+    assert verdict.reasons == (
+        "execution.taskSupport: 'required' — PurrA calls a tool directly and waits for its result, never as a task: "
+        "run it on the raw path, outside the PurrA contract, with s.call(tool, args, raw=True, task=True); "
+        "or (the server's author) make tasks optional",
+    )

@@ -68,6 +68,19 @@ export function appendDecision(node: HTMLElement, data: JSONObject, trans: Trans
     tree.classList.add(CLASS.arguments);
     node.appendChild(tree);
   }
+  appendActivity(node, decision);
+}
+
+/** What the server said while the call ran (its progress, its task, its log lines), under the payload's label. */
+function appendActivity(node: HTMLElement, decision: JSONObject): void {
+  const lines = Array.isArray(decision.activity) ? decision.activity.map(line => asText(line)) : [];
+  if (lines.length === 0) {
+    return;
+  }
+  const block = el('div', `${CLASS.block} ${CLASS.activity}`);
+  block.appendChild(el('div', CLASS.blockType, asText(decision.activityLabel)));
+  block.appendChild(pre(lines.join('\n')));
+  node.appendChild(block);
 }
 
 /** `2026-12-01T16:04:33+01:00` as `2026-12-01 16:04:33`: the kernel's local time, as the record says. */

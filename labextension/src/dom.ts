@@ -21,6 +21,7 @@ export const CLASS = {
   header: 'jp-PurraRenderer-header',
   decision: 'jp-PurraRenderer-decision',
   arguments: 'jp-PurraRenderer-arguments',
+  activity: 'jp-PurraRenderer-activity',
   kind: 'jp-PurraRenderer-kind',
   ok: 'jp-PurraRenderer-ok',
   error: 'jp-PurraRenderer-error',

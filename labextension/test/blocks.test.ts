@@ -44,6 +44,21 @@ describe('appendDecision', () => {
     expect(node.querySelector('img')).toBeNull();
   });
 
+  it("shows what the server said while the call ran as text, under the payload's label", () => {
+    const node = decided({
+      ...DECISION,
+      activityLabel: 'what the server said while the call ran',
+      activity: ['progress 4 of 4 (100%)', `info: ${XSS_IMG}`]
+    });
+    const activity = node.querySelector('.jp-PurraRenderer-activity') as HTMLElement;
+    expect(activity.querySelector('.jp-PurraRenderer-blockType')?.textContent).toBe(
+      'what the server said while the call ran'
+    );
+    expect(activity.querySelector('pre')?.textContent).toBe(`progress 4 of 4 (100%)\ninfo: ${XSS_IMG}`);
+    expect(node.querySelector('img')).toBeNull();
+    expect(decided({ ...DECISION, activity: [] }).querySelector('.jp-PurraRenderer-activity')).toBeNull();
+  });
+
   it('draws nothing for a result not decided by a widget', () => {
     const node = document.createElement('div');
     appendDecision(node, {}, untranslated);

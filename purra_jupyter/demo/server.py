@@ -441,7 +441,68 @@ def build_server() -> DemoServer:
             server.call_counts[request.params.name] += 1
 
     server.request_handlers[types.CallToolRequest] = counted_call
+    _offer_documents(server)
     return server
+
+
+DOCUMENT_TEMPLATE = "demo://documents/{id}"
+CHECKERBOARD_URI = "demo://images/checkerboard.png"
+SUMMARIZE = "summarize"
+
+
+def _offer_documents(server: DemoServer) -> None:
+    """Beside the tools: each corpus document as a resource (and a template), the checkerboard image, a prompt
+    that embeds a document, and completions of document ids (what a person explores with s.resources and
+    s.prompts)."""
+    from mcp.server.lowlevel.helper_types import ReadResourceContents
+    from pydantic import AnyUrl
+
+    @server.list_resources()
+    async def list_resources() -> list[types.Resource]:
+        documents = [types.Resource(uri=AnyUrl(DOCUMENT_TEMPLATE.replace("{id}", d.id)), name=d.id, title=d.title,
+                                    mimeType="text/markdown") for d in corpus.DOCUMENTS]  # fmt: skip
+        image = types.Resource(uri=AnyUrl(CHECKERBOARD_URI), name="checkerboard.png", mimeType="image/png",
+                               size=len(tiny_png()))  # fmt: skip
+        return [*documents, image]
+
+    @server.list_resource_templates()
+    async def list_templates() -> list[types.ResourceTemplate]:
+        return [types.ResourceTemplate(uriTemplate=DOCUMENT_TEMPLATE, name="document", title="A corpus document",
+                                       mimeType="text/markdown")]  # fmt: skip
+
+    @server.read_resource()
+    async def read_resource(uri: AnyUrl) -> list[ReadResourceContents]:
+        if str(uri) == CHECKERBOARD_URI:
+            return [ReadResourceContents(tiny_png(), "image/png")]
+        document = corpus.get_document(str(uri).removeprefix(DOCUMENT_TEMPLATE.replace("{id}", "")))
+        if document is None:
+            raise ValueError(f"no resource {uri}")
+        return [ReadResourceContents(f"# {document.title}\n\n{document.body}\n", "text/markdown")]
+
+    argument = types.PromptArgument(name="id", description="a document id", required=True)
+    summarize = types.Prompt(name=SUMMARIZE, title="Summarize a document", description="Ask for a one-line summary",
+                             arguments=[argument])  # fmt: skip
+
+    @server.list_prompts()
+    async def list_prompts() -> list[types.Prompt]:
+        return [summarize]
+
+    @server.get_prompt()
+    async def get_prompt(name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+        document = corpus.get_document((arguments or {}).get("id", "")) if name == SUMMARIZE else None
+        if document is None:
+            raise ValueError(f"no prompt {name} for those arguments")
+        resource = types.TextResourceContents(uri=AnyUrl(DOCUMENT_TEMPLATE.replace("{id}", document.id)),
+                                              mimeType="text/markdown", text=document.body)  # fmt: skip
+        return types.GetPromptResult(description=summarize.description, messages=[
+            types.PromptMessage(role="user", content=types.TextContent(type="text", text="Summarize in one line:")),
+            types.PromptMessage(role="user", content=types.EmbeddedResource(type="resource", resource=resource)),
+        ])  # fmt: skip
+
+    @server.completion()
+    async def complete(ref: Any, argument: types.CompletionArgument, context: Any) -> types.Completion:
+        ids = [d.id for d in corpus.DOCUMENTS if d.id.startswith(argument.value)] if argument.name == "id" else []
+        return types.Completion(values=ids, total=len(ids), hasMore=False)
 
 
 def tiny_png() -> bytes:

@@ -18,6 +18,7 @@ import ipywidgets as widgets
 from traitlets import dlink
 
 from .. import runner
+from ..activity import Activity
 from ..calls import UNCHECKED_WORDS, Call, CallPlan, Job
 from ..catalog import CALLABLE_UNDER, DESTRUCTIVE, WRITE, name_html
 from ..evaluate import Batch
@@ -97,6 +98,7 @@ class ApprovalWidget(widgets.VBox):
         self.deny_button.on_click(lambda _: call.deny("denied by a click"))
         self.cancel_button.on_click(lambda _: call.cancel("stopped by a click" if batch else "cancelled by a click"))
         self.status = widgets.HTML(str(_status_html(call)))
+        self.activity = ActivityView(call.activity)
         self._started = 0.0
         progress = []
         if isinstance(job, Batch):  # a bar and counts that follow the rows of the approved batch (refused rows: no)
@@ -107,6 +109,8 @@ class ApprovalWidget(widgets.VBox):
                 lambda _: setattr(self.counts, "value", _counts_html(job)), names=["sent", "finished", "failed"]
             )
             progress.append(widgets.HBox([bar, self.counts]))
+        else:
+            progress.append(self.activity)
         call.observe(self._changed, names="state")
         self._call = call
         super().__init__(
@@ -141,6 +145,32 @@ class ApprovalWidget(widgets.VBox):
             limit = f" (timeout {timeout:g} s)" if timeout is not None else ""
             running = f" {time.monotonic() - self._started:.1f} s{limit}"
         self.status.value = str(_status_html(self._call, running))
+        self.activity.draw()
+
+
+class ActivityView(widgets.VBox):
+    """What the server says of the running call: a bar once its progress has a total, the task's status, the
+    progress' words and its last log lines, as text. Drawn with the status line (``TICK_SECONDS``), and only when
+    something changed: a flood of messages costs no more redraws than a quiet server."""
+
+    def __init__(self, activity: Activity) -> None:
+        self._activity = activity
+        self._drawn = activity.view
+        self.bar = widgets.FloatProgress(min=0.0, max=1.0, layout={"display": "none"})
+        self.words = widgets.HTML("")
+        super().__init__([self.bar, self.words])
+        self.add_class("purra-activity")
+
+    def draw(self) -> None:
+        view = self._activity.view
+        if view is self._drawn:
+            return
+        self._drawn = view
+        fraction = view.progress.fraction if view.progress is not None else None
+        if fraction is not None:
+            self.bar.value = fraction
+            self.bar.layout.display = None
+        self.words.value = str(pre("\n".join(view.summary()))) if not view.empty else ""
 
 
 def _status_html(call: Call, running: str = "") -> Html:

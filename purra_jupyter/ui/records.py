@@ -176,6 +176,8 @@ def decision_data(call: Call) -> dict[str, Any]:
         "argumentsDigest": call.arguments_digest,
         "argumentsLabel": label,
         "arguments": shown,
+        "activityLabel": ACTIVITY_LABEL,
+        "activity": call.activity.view.summary(),  # the server's words: drawn as text
     }
 
 
@@ -203,11 +205,17 @@ def _decision_head(call: Call, data: dict[str, Any]) -> dict[str, str]:
 
 
 def record_bundle(call: Call) -> dict[str, Any]:
-    """The static record of a settled call: its decision, then the full bundle of what it showed."""
+    """The static record of a settled call: its decision, what the server said while it ran (if it did), then
+    the full bundle of what it showed."""
     data = decision_data(call)
     bundles = [bundle_of(item) for item in call.job.shown(call.result)]
     for bundle in bundles:
         for mime in _OUR_MIMES:
             if mime in bundle:
                 bundle[mime] = {**bundle[mime], "decision": data}
-    return combined([_decision_head(call, data), *bundles])
+    said = data["activity"]
+    activity = [plain_bundle("\n".join([ACTIVITY_LABEL + ":", *(f"  {line}" for line in said)]))] if said else []
+    return combined([_decision_head(call, data), *activity, *bundles])
+
+
+ACTIVITY_LABEL = "what the server said while the call ran (its words, shown as text)"
