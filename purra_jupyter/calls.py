@@ -80,6 +80,7 @@ Result = Envelope | RawResult
 STOP_SECONDS = 10.0  # after an interrupt, how long the kernel waits for a write (or a batch's rows) in flight
 MAY_HAVE_HAPPENED = "the kit stopped waiting after the call was sent (a timeout, an interrupt or Cancel)"
 # The kit's note on a code purra-mcp's handler gives without words of its own.
+UNCHECKED_WORDS = "NOT checked against the tool's schema: the server's own validation decides"
 RESULT_NOTES = {
     CANCELED: MAY_HAVE_HAPPENED,
     RESULT_UNSUPPORTED: "the server answered with a content block that is not text (an image, audio or a resource), "
@@ -91,7 +92,8 @@ RESULT_NOTES = {
 class CallPlan:
     """One call, resolved and checked, not yet sent. ``arguments`` is a private JSON copy; ``revision`` the
     catalog revision it was planned against and ``write`` the write binding's terms then (an approval covers
-    those only)."""
+    those only). ``check_arguments=False`` (raw calls only) sends the arguments without checking them against
+    the tool's schema, to probe the server's own validation: its approval and its log row say so."""
 
     connection: Connection
     bindings: Bindings
@@ -103,6 +105,7 @@ class CallPlan:
     write: WriteTerms | None = None
     binding: Binding | None = None  # the binding the call was planned with (``None``: unbound)
     task: bool = False  # a raw call run as a task (``tasks/get`` until it ends, then ``tasks/result``)
+    check_arguments: bool = True
 
     @property
     def effect(self) -> str:
@@ -172,6 +175,8 @@ class CallPlan:
 
     @property
     def shown_arguments(self) -> tuple[str, Any]:
+        if not self.check_arguments:
+            return f"arguments (sent exactly as shown, {UNCHECKED_WORDS}):", self.arguments
         return "arguments (sent exactly as shown):", self.arguments
 
     @property
@@ -184,7 +189,10 @@ class CallPlan:
     def approved(self, how: str, digest: str) -> None:
         declaration = f"; declares: {self.declaration}" if self.declaration else ""
         effect = f" ({self.effect})" if self.write else ""
-        self.connection.log.add(EVENT_APPROVAL, f"{how}: {self.label}{effect}, args {digest[:12]}{declaration}")
+        unchecked = "" if self.check_arguments else ", unchecked"
+        self.connection.log.add(
+            EVENT_APPROVAL, f"{how}: {self.label}{effect}, args {digest[:12]}{unchecked}{declaration}"
+        )
 
     async def run(self, cancel: CancelToken, activity: Activity) -> Result:
         return await send(self, cancel, activity)
@@ -213,8 +221,14 @@ def plan_call(
     raw: bool,
     timeout: float | None,
     task: bool = False,
+    check_arguments: bool = True,
 ) -> CallPlan:
     """Resolve ``name`` (local or remote) and copy ``arguments``; usage errors raise here."""
+    if not isinstance(check_arguments, bool):
+        raise McpSessionError(CONFIG_INVALID, "check_arguments must be True or False.")
+    if not check_arguments and not raw:
+        raise McpSessionError(CONFIG_INVALID, "check_arguments=False is for raw calls only (raw=True): a PurrA call's "
+                              "arguments are always checked against its contract.")  # fmt: skip
     remote = bindings.remote_name(name)
     if task:
         check_task(bindings.catalog, remote, raw=raw)
@@ -227,7 +241,8 @@ def plan_call(
     seconds = float(timeout) if timeout is not None else connection.limits.timeout_ms / 1000
     write = bindings.write_terms(remote)
     binding = bindings.binding(remote)
-    plan = CallPlan(connection, bindings, remote, copied, raw, seconds, connection.revision, write, binding, task)
+    plan = CallPlan(connection, bindings, remote, copied, raw, seconds, connection.revision, write, binding, task,
+                    check_arguments)  # fmt: skip
     if not raw and bindings.binding(remote) is None and remote in bindings.catalog:
         tool = bindings.catalog[remote]
         if not tool.callable:
@@ -719,7 +734,10 @@ def arguments_digest(arguments: Any) -> str:
 
 
 def _argument_problem(plan: CallPlan) -> tuple[str, str] | None:
-    """The code and sentence of why the arguments cannot be sent (see ``argument_checker``); ``None`` if they fit."""
+    """The code and sentence of why the arguments cannot be sent (see ``argument_checker``); ``None`` if they fit
+    or the plan sends them without checking."""
+    if not plan.check_arguments:
+        return None
     check = argument_checker(plan.tool.input_schema, raw=plan.raw, limits=plan.connection.limits)
     misfit = check(plan.arguments)
     if misfit is None:

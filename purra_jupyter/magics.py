@@ -60,6 +60,7 @@ _MAGIC_WORDS = (
     ("pj.sessions() lists them", "%mcp_sessions lists them"),
     ("Call refresh() first", "Run %mcp_catalog NAME --refresh first"),
     ("Explore it with raw=True", "Explore it with --raw"),
+    ("check_arguments=False is for raw calls only (raw=True)", "--unchecked is for raw calls only (--raw)"),
     (KEPT_APART, "shown above, as text"),
 )
 SERVER_STDERR_LABEL = "what the server said (its own words, shown as text)"
@@ -555,6 +556,12 @@ class McpMagics(Magics, Configurable):
     @argument("--raw", action="store_true", help="a raw MCP call, for tools outside the PurrA profile")
     @argument("--form", action="store_true", help="show an argument form instead of calling")
     @argument("--task", action="store_true", help="run the raw call as an MCP task (a tool that supports tasks)")
+    @argument(
+        "--unchecked",
+        action="store_true",
+        help="with --raw: send the arguments without checking them against the tool's schema, to probe the "
+        "server's own validation (still behind approval, which says so; a raw form has its own toggle)",
+    )
     @argument("--yes", action="store_true", help="approve this call in code (logged as such)")
     @argument("--timeout", type=float, help="seconds for this call (at most 300)")
     @argument("--args", metavar="VARIABLE", help="take the arguments from a dict in a notebook variable")
@@ -567,6 +574,7 @@ class McpMagics(Magics, Configurable):
 
             %mcp_call NAME TOOL [--raw] [--yes] [--timeout S] {"json": "arguments"}
             %mcp_call NAME TOOL --raw --task {...}       run it as a task (status, Cancel, result)
+            %mcp_call NAME TOOL --raw --unchecked {...}  sent unchecked: the server's own validation decides
             %mcp_call NAME TOOL --args VARIABLE          arguments from a Python dict
             %mcp_call NAME TOOL --form                   an argument form
             %%mcp_call NAME TOOL [--raw] [--yes]         the cell holds the JSON arguments
@@ -584,7 +592,8 @@ class McpMagics(Magics, Configurable):
             if args.form:
                 return session.form(args.tool)
             return session.call(args.tool, arguments, approve=True if args.yes else None, raw=args.raw,
-                                timeout=args.timeout, task=args.task)  # fmt: skip
+                                timeout=args.timeout, task=args.task,
+                                check_arguments=not args.unchecked)  # fmt: skip
 
     @line_magic
     @magic_arguments()

@@ -13,8 +13,12 @@ on the kernel's thread), so it does nothing the server chooses beyond the check 
   41-character value). A pattern RE2 does not run (look-around, back-references, a repeat over 1000) is a
   schema the kit cannot check with, and so is ``unevaluatedProperties`` beside ``patternProperties``
   (jsonschema matches those with ``re`` inside). Every match of one check shares ``PATTERN_BUDGET_SECONDS``.
+- **OpenAPI's ``nullable: true`` admits ``null``** beside the node's ``type``, as Ajv and OpenAPI 3.0 read it (a
+  server that wrote it means it; JSON Schema itself ignores the keyword).
 
 Everything else is jsonschema's, for the draft the schema declares (2020-12 when it declares none).
+``local_target`` reads a local reference (``#/$defs/...``, ``#/definitions/...``) in the schema itself, for the
+forms; it never retrieves anything either.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import functools
 import json
 import re
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -112,6 +117,8 @@ def _bounded(draft: Any, *, has_pattern_properties: bool) -> Any:
         replaced["patternProperties"] = _pattern_properties
     if "additionalProperties" in keywords:
         replaced["additionalProperties"] = functools.partial(_additional_properties, keywords["additionalProperties"])
+    if "type" in keywords:
+        replaced["type"] = functools.partial(_type_or_nullable, keywords["type"])
     if "unevaluatedProperties" in keywords and has_pattern_properties:
         replaced["unevaluatedProperties"] = _unevaluated_beside_patterns
     return jsonschema.validators.extend(draft, replaced)
@@ -140,6 +147,33 @@ def _additional_properties(original: Any, validator: Any, allowed: Any, instance
         instance = {key: value for key, value in instance.items() if not any(search(p, key) for p in patterns)}
         schema = {key: value for key, value in schema.items() if key != "patternProperties"}
     yield from original(validator, allowed, instance, schema)
+
+
+def _type_or_nullable(original: Any, validator: Any, types: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """jsonschema's own keyword, except that ``null`` fits a node that says ``nullable: true`` (OpenAPI's word)."""
+    if instance is None and isinstance(schema, dict) and schema.get("nullable") is True:
+        return
+    yield from original(validator, types, instance, schema)
+
+
+def local_target(root: Any, ref: Any) -> Any:
+    """What the local reference ``ref`` (``#``, ``#/$defs/Name``: a JSON pointer into ``root``) names in ``root``, or
+    ``None`` when it names nothing there or points outside the schema (which is never retrieved)."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    pointer = urllib.parse.unquote(ref[1:])
+    if pointer and not pointer.startswith("/"):
+        return None  # an anchor ("#name"): not a pointer the forms follow
+    node = root
+    for step in pointer.split("/")[1:] if pointer else []:
+        key = step.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
 
 
 def _unevaluated_beside_patterns(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -194,4 +228,4 @@ def _compiled(pattern: str) -> Any:
         return None
 
 
-__all__ = ["PATTERN_BUDGET_SECONDS", "Check", "Misfit", "checker", "search"]
+__all__ = ["PATTERN_BUDGET_SECONDS", "Check", "Misfit", "checker", "local_target", "search"]

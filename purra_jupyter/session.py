@@ -333,6 +333,7 @@ class McpSession(HasTraits):
         raw: bool = False,
         timeout: float | None = None,
         task: bool = False,
+        check_arguments: bool = True,
     ) -> Envelope | RawResult | PendingCall:
         """Call ``tool`` (a local or remote name) and return its result; tool failures never raise.
 
@@ -347,9 +348,12 @@ class McpSession(HasTraits):
         ``task=True`` (raw only, for a tool whose ``execution.taskSupport`` is optional or required) runs it as an
         MCP task: its status shows as it moves, Cancel cancels the task on the server, and the result is a raw
         result. A raw call asks the server for progress; progress, a task's status and the server's log lines
-        show under the running call."""
+        show under the running call. ``check_arguments=False`` (with ``raw=True`` only) sends the arguments without
+        checking them against the tool's schema, to probe the server's own validation; still behind approval,
+        which says so."""
         check_approve(approve)
-        plan = plan_call(self.connection, self._bindings, tool, arguments, raw=raw, timeout=timeout, task=task)
+        plan = plan_call(self.connection, self._bindings, tool, arguments, raw=raw, timeout=timeout, task=task,
+                         check_arguments=check_arguments)  # fmt: skip
         return refusal(plan) or self._decide(plan, approve)
 
     def evaluate(
@@ -388,12 +392,15 @@ class McpSession(HasTraits):
 
     def form(self, tool: str) -> SchemaForm:
         """An argument form for ``tool``, generated from its input schema; its "Review call" button
-        produces the ``PendingCall`` (a JSON editor for tools outside the profile)."""
+        produces the ``PendingCall`` (for a tool outside the profile: a raw form of its own schema, which can
+        also send without checking)."""
         from .ui.forms import tool_form
 
         remote = self._bindings.remote_name(tool)
         task = self.catalog[remote].task_support == "required"  # (raw then: such a tool runs only as a task)
-        review = lambda arguments, raw: self.call(remote, arguments, raw=raw, task=raw and task)  # noqa: E731
+        review = lambda arguments, raw, checked: self.call(  # noqa: E731
+            remote, arguments, raw=raw, task=raw and task, check_arguments=checked
+        )
         return tool_form(self.catalog[remote], limits=self.limits, review=review)
 
     def status_widget(self) -> SessionStatus:

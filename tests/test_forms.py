@@ -22,6 +22,7 @@ from purra_jupyter.ui.forms import (
     ChoiceField,
     FieldError,
     JsonField,
+    NullableField,
     NumberField,
     ObjectField,
     SchemaForm,
@@ -98,8 +99,8 @@ def test_every_keyword_family_produces_contract_valid_arguments() -> None:
     mode.value = 1
     fields["$.kind"].input.value = 0
     note = fields["$.note"]
-    assert isinstance(note, UnionField)
-    note.selector.value = 1  # the null branch
+    assert isinstance(note, NullableField)
+    note.null.value = True  # an explicit null
     fields["$.filter"].include.value = True
     form.fields["$.filter.tag"].input.value = "a"
     ids = fields["$.ids"]
@@ -180,14 +181,16 @@ def test_a_tool_form_reviews_into_the_approval_widget() -> None:
         wait_until(lambda: pending.state == "done", what="the approved call")
         assert pending.result.ok
 
-        editor = session.form("greet")  # outside the profile: a JSON editor checked with jsonschema
-        assert editor.editor is not None and json.loads(editor.editor.value) == {"name": ""}  # the required keys
-        editor.editor.value = '{"name": 3}'
-        assert editor.arguments() is None and "$.name" in editor.problem.value
-        editor.editor.value = '{"name": "Ada"}'
-        editor.review_button.click()
-        assert editor.pending.job.raw and editor.pending.job.arguments == {"name": "Ada"}
-        editor.pending.deny()
+        raw = session.form("greet")  # outside the profile: a raw form, checked with the tool's own schema
+        assert raw.raw and raw.unchecked is not None and raw.review_button.disabled
+        assert "Review call waits for $.name: required" in raw.problem.value
+        punctuation = raw.fields["$.punctuation"]  # its default is shown, marked, and sent as shown
+        assert punctuation.input.value == "!"
+        assert "default &quot;!&quot;, prefilled (sent as shown)" in punctuation.help.value
+        raw.fields["$.name"].input.value = "Ada"
+        raw.review_button.click()
+        assert raw.pending.job.raw and raw.pending.job.arguments == {"name": "Ada", "punctuation": "!"}
+        raw.pending.deny()
 
 
 # --- property: whatever the schema and the edits, a form gives contract-valid arguments or none ---
@@ -374,6 +377,9 @@ def enter(field: Any, value: Any) -> bool:
             if enter(branch, value) and _holds(branch, value):
                 return True
         return False
+    if isinstance(field, NullableField):
+        field.null.value = value is None
+        return value is None or enter(field.inner, value)
     if isinstance(field, ObjectField):
         if not isinstance(value, dict):
             return False
@@ -453,6 +459,11 @@ def _edit(field: Any, choice: int, text: str) -> None:
     elif isinstance(field, UnionField):
         options = [value for _, value in field.selector.options]
         field.selector.value = options[choice % len(options)]
+    elif isinstance(field, NullableField):
+        if choice % 2 == 0:
+            field.null.value = not field.null.value
+        else:
+            _edit(field.inner, choice // 2, text)
     elif getattr(field, "include", None) is not None and choice % 2 == 0:
         field.include.value = not field.include.value
     elif hasattr(field, "input"):

@@ -627,10 +627,11 @@ def test_raw_servers_hostile_tool_name_is_inert_in_summary_approval_form_status_
         assert isinstance(batch, PendingCall)
         assert_safe(batch.widget.children[0].value, evil, XSS[0])
 
-        form = session.form(evil)  # outside the profile: a JSON editor checked with the tool's own schema
-        form.editor.value = json.dumps({"x": 3, XSS[0]: 1})
-        assert form.review_button.disabled
-        form.editor.value = json.dumps({"x": XSS[1]})
+        form = session.form(evil)  # outside the profile: a raw form checked with the tool's own schema
+        assert form.review_button.disabled  # (x is required)
+        form.fields["$.x"].input.value = XSS[0]
+        assert form.review_button.disabled is False
+        form.fields["$.x"].input.value = XSS[1]
         form.review_button.click()
         assert isinstance(form.pending, PendingCall)
         for html in html_widgets(form):

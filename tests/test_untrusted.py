@@ -173,7 +173,7 @@ def test_no_schema_reference_is_ever_retrieved_and_each_check_ends_at_once(trans
                 assert result.error_code == "mcp_schema_unsupported", (name, result)
                 assert "outside itself" in result.message and "never fetches" in result.message
                 form = s.form(name)
-                form.editor.value = '{"x": 2}'  # every edit checks again
+                form.fields["$.x"].input.value = "2"  # every edit checks again (x: a JSON field, its $ref outside)
                 assert form.review_button.disabled and "outside itself" in form.problem.value, form.problem.value
                 s.catalog._repr_mimebundle_()
                 s.catalog.to_frame()
@@ -196,9 +196,9 @@ def test_a_backtracking_pattern_is_checked_within_the_budget(transport: str) -> 
         form = s.form("words")
         for edit in (value, value + "!", value[:-1] + "?"):
             started = time.monotonic()
-            form.editor.value = json.dumps({"x": edit})
+            form.fields["$.x"].input.value = edit
             assert time.monotonic() - started < BACKTRACKING_GUARD
-            assert form.review_button.disabled and "does not match" in form.problem.value
+            assert form.review_button.disabled and "does not match" in form.fields["$.x"].error.value
         started = time.monotonic()
         refused = s.call("words", {"x": value}, raw=True)
         assert time.monotonic() - started < BACKTRACKING_GUARD

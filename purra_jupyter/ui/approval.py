@@ -19,7 +19,7 @@ from traitlets import dlink
 
 from .. import runner
 from ..activity import Activity
-from ..calls import Call, Job
+from ..calls import UNCHECKED_WORDS, Call, CallPlan, Job
 from ..catalog import CALLABLE_UNDER, DESTRUCTIVE, WRITE, name_html
 from ..evaluate import Batch
 from ..markup import EMPTY, ERROR_COLOR, WARN_COLOR, Html, join, key_value_table, pre, tag
@@ -190,6 +190,7 @@ _HINT_WORDS = (
     ("openWorldHint", "open-world"),
 )
 RAW_BANNER = "raw MCP call — outside the PurrA contract: no envelope, no PurrA checks on the result"
+UNCHECKED_BANNER = f"arguments {UNCHECKED_WORDS}"  # a call sent with check_arguments=False
 
 
 def hint_words(annotations: Mapping[str, Any]) -> list[str]:
@@ -271,6 +272,8 @@ def _details_html(call: Call) -> Html:
         style="text-align:left;margin:4px 0",
     )
     banner = _banner("purra-raw-banner", RAW_BANNER, WARN_COLOR) if job.raw else EMPTY
+    if isinstance(job, CallPlan) and not job.check_arguments:
+        banner += _banner("purra-unchecked-banner", UNCHECKED_BANNER, WARN_COLOR)
     if job.write is not None:
         css = f"purra-effect-banner purra-effect-{job.effect}"
         if job.effect == DESTRUCTIVE:
