@@ -119,6 +119,10 @@ def test_python_values_as_arguments(ip: InteractiveShell, demo: pj.McpSession) -
 
 
 def test_every_magic_has_help(ip: InteractiveShell) -> None:
+    registered = {
+        name for kind in ("line", "cell") for name in ip.magics_manager.magics[kind] if name.startswith("mcp_")
+    }
+    assert registered == set(MAGICS)  # a new magic joins this list, and so this test
     for magic in MAGICS:
         shown = ip.run_line_magic(magic, "--help")
         assert isinstance(shown, MagicHelp) and f"%{magic}" in shown.text, magic
