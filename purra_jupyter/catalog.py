@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import unquote
 
 from . import purra_adapter
+from .app_meta import ToolApp, tool_app
 from .connection import Connection
 from .errors import KEPT_APART, McpSessionError
 from .markup import ERROR_COLOR, OK_COLOR, Html, join, table, tag, td
@@ -59,6 +60,9 @@ FRAME_COLUMNS = [
     "idempotent_hint",
     "open_world_hint",
     "task_support",
+    "has_app",
+    "app_only",
+    "view",
     "bound_as",
     "schema_bytes",
 ]
@@ -169,12 +173,18 @@ class ToolVerdict:
         return WRITE if write_hint(self.annotations) else READ
 
     @property
+    def app(self) -> ToolApp:
+        """The view its listing declares (MCP Apps) and who may call it."""
+        return tool_app(self.listing)
+
+    @property
     def bound_label(self) -> str:
         """``local_name (effect)``, e.g. ``commit_changes (write)``; empty when not bound."""
         return f"{self.bound_as} ({self.bound_effect})" if self.bound_as else ""
 
     def row(self) -> dict[str, Any]:
         hints = self.annotations
+        app = self.app
         return {
             "tool": self.name,
             "name_warning": self.name_warning or None,
@@ -191,6 +201,9 @@ class ToolVerdict:
             "idempotent_hint": hints.get("idempotentHint"),
             "open_world_hint": hints.get("openWorldHint"),
             "task_support": self.task_support,
+            "has_app": app.uri is not None,
+            "app_only": app.app_only,
+            "view": app.uri,
             "bound_as": self.bound_label or None,
             "schema_bytes": self.schema_bytes,
         }

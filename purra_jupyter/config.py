@@ -155,6 +155,9 @@ class ServerConfig:
     headers: Mapping[str, str] | None = field(default=None, kw_only=True)
     oauth: OAuth | None = field(default=None, kw_only=True)
     timeout: float = field(default=30.0, kw_only=True)
+    # Tools' own views (MCP Apps): advertised to the server and rendered when on; ``None`` lets the session decide
+    # (on where its outputs reach a notebook frontend, off in a script or a terminal).
+    views: bool | None = field(default=None, kw_only=True)
     # An MCP server object in this process (the SDK's low-level ``mcp.server.lowlevel.Server``), reached in memory.
     server: object = field(default=None, kw_only=True)
 
@@ -172,6 +175,8 @@ class ServerConfig:
         else:
             self._check_memory()
         check_timeout(self.timeout, f"Server '{self.name}': timeout")
+        if self.views is not None and not isinstance(self.views, bool):
+            raise _invalid(f"Server '{self.name}': views must be True, False or None (the session decides).")
         # Freeze containers so a config cannot change after it was validated.
         object.__setattr__(self, "args", tuple(self.args))
         for name in ("env", "headers"):
@@ -244,6 +249,10 @@ class ServerConfig:
         """The same server with another ``timeout`` (seconds), validated again."""
         return replace(self, timeout=timeout)
 
+    def with_views(self, views: bool) -> ServerConfig:
+        """The same server with tools' views on or off."""
+        return replace(self, views=views)
+
     @property
     def secrets(self) -> tuple[str, ...]:
         """Every header and env value, the credential after a header's scheme word (``Bearer <token>``), and
@@ -281,6 +290,8 @@ class ServerConfig:
             if self.oauth is not None:
                 parts.append(f"oauth={self.oauth!r}")
         parts.append(f"timeout={self.timeout!r}")
+        if self.views is not None:
+            parts.append(f"views={self.views!r}")
         return f"ServerConfig({', '.join(parts)})"
 
     __str__ = __repr__

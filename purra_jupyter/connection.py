@@ -31,6 +31,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from traitlets import Enum, HasTraits
 
 from . import purra_adapter, runner
+from .app_meta import EXTENSION, VIEW_MIME
 from .config import Scrubber, ServerConfig
 from .errors import KEPT_APART, McpSessionError
 from .names import one_line
@@ -182,6 +183,27 @@ async def load_client(
     return McpCatalogMonitor(), limits or McpToolLimits(timeout_ms=round(config.timeout * 1000))
 
 
+def client_session_class(extensions: Mapping[str, Any]) -> type[ClientSession]:
+    """The SDK's ``ClientSession``, advertising ``extensions`` (e.g. MCP Apps') in ``initialize``'s capabilities when
+    given: mcp 1.29.1 builds the capabilities inside ``initialize`` with no way in, and its model keeps extra
+    fields, so the request is extended on its way out."""
+    from mcp import ClientSession, types
+
+    if not extensions:
+        return ClientSession
+
+    class ExtendedClientSession(ClientSession):
+        async def send_request(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            root = getattr(request, "root", None)
+            if isinstance(root, types.InitializeRequest):
+                capabilities = root.params.capabilities.model_copy(update={"extensions": dict(extensions)})
+                params = root.params.model_copy(update={"capabilities": capabilities})
+                request = types.ClientRequest(root.model_copy(update={"params": params}))
+            return await super().send_request(request, *args, **kwargs)
+
+    return ExtendedClientSession
+
+
 def message_bytes(limits: McpToolLimits | None) -> int:
     """The most of one message a transport keeps (a stdio line, an HTTP body or event): escapes and spacing on
     the wire can make a message several times purra-mcp's measure of it; purra-mcp's own limits decide after
@@ -294,6 +316,16 @@ class Connection(HasTraits):
         return self.config.name
 
     @property
+    def views(self) -> bool:
+        """Whether tools' own views (MCP Apps) are on: advertised to the server in ``initialize``, and rendered."""
+        return bool(self.config.views)
+
+    @property
+    def extensions(self) -> dict[str, Any]:
+        """The protocol extensions the client advertises: MCP Apps' when views are on."""
+        return {EXTENSION: {"mimeTypes": [VIEW_MIME]}} if self.views else {}
+
+    @property
     def cause(self) -> str:
         """Why the connection is ``closed`` or ``failed`` (empty while it is usable)."""
         return self.ending.cause
@@ -362,13 +394,12 @@ class Connection(HasTraits):
         async with AsyncExitStack() as stack:
             read, write = await stack.enter_async_context(self.link.open(self._context()))  # a server starts first
             self._monitor, self._limits = await load_client(self.config, self._limits, deadline, started)
-            from mcp import ClientSession
-
+            session_class = client_session_class(self.extensions)
             watched = _WatchedStream(read, self._stream_ended)
             recording = _RecordingStream(write, self.requests.sent)
             # (ClientSession reads and writes any anyio object stream; its annotation names the memory streams)
             client = await stack.enter_async_context(
-                ClientSession(cast(Any, watched), cast(Any, recording), message_handler=self._on_message)
+                session_class(cast(Any, watched), cast(Any, recording), message_handler=self._on_message)
             )
             client.add_response_router(self.requests)
             tasks = await stack.enter_async_context(anyio.create_task_group())

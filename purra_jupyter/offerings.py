@@ -276,14 +276,17 @@ def _bytes(value: Any, what: str) -> int:
         raise McpSessionError(RESULT_INVALID, f"The server's {what} holds a value JSON cannot carry.") from None
 
 
-def _bounded(connection: Connection, dumped: dict[str, Any], blocks: int, what: str) -> None:
-    """``mcp_result_too_large`` beyond the limits of a raw tool result (bytes, blocks)."""
+def _bounded(
+    connection: Connection, dumped: dict[str, Any], blocks: int, what: str, max_bytes: int | None = None
+) -> None:
+    """``mcp_result_too_large`` beyond the limits of a raw tool result (bytes, blocks), or beyond ``max_bytes``."""
     limits = connection.limits
-    if blocks > limits.max_content_blocks or _bytes(dumped, what) > limits.max_result_bytes:
+    most = limits.max_result_bytes if max_bytes is None else max_bytes
+    if blocks > limits.max_content_blocks or _bytes(dumped, what) > most:
         raise McpSessionError(
             RESULT_TOO_LARGE,
             f"Server '{connection.name}' sent a {what} of over {limits.max_content_blocks} parts or "
-            f"{limits.max_result_bytes} bytes (the session's limits); nothing is shown.",
+            f"{most} bytes (the session's limits); nothing is shown.",
         )
 
 
@@ -404,8 +407,10 @@ class ResourceContents:
         return {"text/html": str(tag("div", head, join(body), class_="purra-resource")), "text/plain": repr(self)}
 
 
-async def read(connection: Connection, client: ClientSession, uri: str) -> ResourceContents:
-    """``resources/read`` of ``uri``, bounded like a raw tool result."""
+async def read(
+    connection: Connection, client: ClientSession, uri: str, max_bytes: int | None = None
+) -> ResourceContents:
+    """``resources/read`` of ``uri``, bounded like a raw tool result (or by ``max_bytes``: a tool's view)."""
     from mcp import types
     from pydantic import ValidationError
 
@@ -417,7 +422,7 @@ async def read(connection: Connection, client: ClientSession, uri: str) -> Resou
     result = await client.send_request(types.ClientRequest(types.ReadResourceRequest(params=params)),
                                        types.ReadResourceResult)  # fmt: skip
     dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    _bounded(connection, dumped, len(result.contents), "resource")
+    _bounded(connection, dumped, len(result.contents), "resource", max_bytes)
     elapsed = (time.perf_counter() - started) * 1000
     return ResourceContents(connection.name, uri, tuple(dumped.get("contents", [])), elapsed)
 
@@ -573,8 +578,10 @@ class Offered:
         """``resources/read`` of ``uri``, or of the URI template ``uri`` filled with ``values``."""
         return self.connection.request(self._reader(uri, values), timeout=timeout)
 
-    def read_soon(self, uri: str, values: Mapping[str, Any] | None = None) -> Future[ResourceContents]:
-        return self._soon(self._reader(uri, values))
+    def read_soon(
+        self, uri: str, values: Mapping[str, Any] | None = None, *, max_bytes: int | None = None
+    ) -> Future[ResourceContents]:
+        return self._soon(self._reader(uri, values, max_bytes))
 
     def prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
@@ -598,11 +605,11 @@ class Offered:
         return runner.submit(self.connection.run, func)
 
     def _reader(
-        self, uri: str, values: Mapping[str, Any] | None
+        self, uri: str, values: Mapping[str, Any] | None, max_bytes: int | None = None
     ) -> Callable[[ClientSession], Awaitable[ResourceContents]]:
         require(self.connection, RESOURCES)
         target = uri if values is None else expand(uri, values)
-        return lambda client: read(self.connection, client, target)
+        return lambda client: read(self.connection, client, target, max_bytes)
 
     def _prompter(
         self, name: str, arguments: Mapping[str, str] | None

@@ -15,15 +15,17 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from traitlets import Enum, HasTraits, Int, dlink
 
 from . import runner
+from .apps import VIEW_MAX_BYTES
 from .bindings import Bindings
-from .calls import Call, check_approve, decide, needs_a_person, plan_call, refusal
-from .catalog import Catalog, build_catalog, check_digest
+from .calls import Call, CallPlan, check_approve, decide, needs_a_person, plan_call, refusal
+from .catalog import Catalog, ToolVerdict, build_catalog, check_digest
 from .config import ServerConfig
 from .connection import Connection, Deadline, SessionLog
 from .errors import McpSessionError
@@ -383,12 +385,33 @@ class McpSession(HasTraits):
         )
         return self._decide(batch, approve) if batch.waiting else batch.to_frame()
 
-    def _decide(self, job: Any, approve: bool | None) -> Any:
+    def _decide(self, job: Any, approve: bool | None, *, views: bool = True) -> Any:
+        """A call waiting for a person (the approval widget), or settled as the code and the policy say. A call of a
+        tool with a view (views on) is a ``ViewedCall`` either way: it shows its view below its record."""
+        viewed = views and isinstance(job, CallPlan) and self.connection.views and job.tool.app.uri is not None
         if needs_a_person(approve, self._approval, job.may_write):
             from .ui.approval import PendingCall  # the widgets load with the first widget (ipywidgets is slow)
 
+            if viewed:
+                from .ui.apps import ViewedCall
+
+                return ViewedCall(job, _ViewHost(self))
             return PendingCall(job)
+        if viewed:
+            from .ui.apps import ViewedCall
+
+            call = ViewedCall(job, _ViewHost(self))
+            decide(call, approve=approve, policy=self._approval)
+            call.view.wait_read(self.connection.config.timeout)
+            return call
         return decide(Call(job), approve=approve, policy=self._approval)
+
+    def _view_call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
+        """A view's own ``tools/call``: planned as a person's call is (a bound tool on the PurrA path, any other raw),
+        under the session's policy, and showing no view of its own."""
+        raw = self._bindings.binding(tool) is None
+        plan = plan_call(self.connection, self._bindings, tool, arguments, raw=raw, timeout=None)
+        return refusal(plan) or self._decide(plan, None, views=False)
 
     def form(self, tool: str) -> SchemaForm:
         """An argument form for ``tool``, generated from its input schema; its "Review call" button
@@ -507,6 +530,29 @@ registry = SessionRegistry()
 runner.on_stop(lambda: registry.close_all("interpreter exit"))
 
 
+VIEW_READ_BYTES = VIEW_MAX_BYTES + (64 << 10)  # a view's resources/read: its HTML and the JSON around it
+
+
+class _ViewHost:
+    """What a tool's view reaches of its session (``ui.apps.ViewHost``): its tools, its calls, its ui:// reads."""
+
+    def __init__(self, session: McpSession) -> None:
+        self._session = session
+
+    @property
+    def connection(self) -> Connection:
+        return self._session.connection
+
+    def view_tools(self) -> Mapping[str, ToolVerdict]:
+        return {tool.name: tool for tool in self._session.catalog.tools}
+
+    def view_call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
+        return self._session._view_call(tool, arguments)
+
+    def view_read(self, uri: str) -> Future[ResourceContents]:
+        return self._session._offered.read_soon(uri, max_bytes=VIEW_READ_BYTES)
+
+
 def connect(
     config: ServerConfig,
     *,
@@ -533,6 +579,10 @@ def connect(
             raise McpSessionError(CONFIG_INVALID, "limits must be a purra_mcp.McpToolLimits.")
     if expect_digest is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", str(expect_digest)):
         raise McpSessionError(CONFIG_INVALID, "expect_digest must be a 64-digit hex digest (Catalog.digest).")
+    if config.views is None:  # a tool's view renders where outputs reach a notebook frontend
+        from .ui.records import in_kernel
+
+        config = config.with_views(in_kernel())
     connection = Connection(config, transport_for(config), limits=limits)
     with registry.reserving(config.name):
         deadline = Deadline(config.timeout, "connecting")

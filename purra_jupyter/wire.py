@@ -36,6 +36,8 @@ AUTH_CANCELED = "mcp_auth_canceled"  # the person canceled the authorization (no
 SESSION_EXPIRED = "mcp_session_expired"  # HTTP 404 to the session's id: the server ended it; reconnect
 NOT_READ_ONLY = "mcp_not_read_only"  # a read declaration of a tool its server marks as not read-only
 CAPABILITY_MISSING = "mcp_capability_missing"  # asked of a server what its capabilities do not offer (logging ...)
+APP_UNAVAILABLE = "mcp_app_unavailable"  # a tool's view (its ui:// resource) cannot be read or is not a view
+APP_REFUSED = "mcp_app_refused"  # a request of a view the kit does not forward (see apps.py)
 OFFERING_UNKNOWN = "mcp_offering_unknown"  # a resource, resource template or prompt the server does not list
 
 # Error codes shared with purra-mcp.
@@ -100,6 +102,7 @@ EVENT_CLOSE = "close"
 EVENT_SETTING = "setting"  # a policy or timeout changed on an open session
 EVENT_SERVER_LOG = "server_log"  # a log message the server sent (notifications/message): its level, logger, data
 EVENT_TASK = "task"  # a raw call run as a task: created, its end, its cancellation
+EVENT_APP = "app"  # a tool's view: read, its domains decided, its requests, its log lines
 EVENT_RESOURCE_UPDATED = "resource_updated"  # the server said a resource changed (notifications/resources/updated)
 
 # The lists a server offers besides tools, as their list_changed notices name them (raw exploration).
@@ -115,6 +118,7 @@ MEMORY = "memory"  # an MCP server object in the kernel's own process
 CATALOG_MIME = "application/vnd.purra.catalog+json"
 ENVELOPE_MIME = "application/vnd.purra.envelope+json"
 RAW_RESULT_MIME = "application/vnd.purra.raw-result+json"
+APP_MIME = "application/vnd.purra.app+json"  # a tool's own view (MCP Apps), sandboxed by the extension
 # A widget output of ours: its model id and its static view (what reads without the widget's kernel). The
 # extension draws the static view and mounts the live widget (ipywidgets' own MIME type, kept in the same
 # bundle for other frontends) only while the kernel that holds its model runs.

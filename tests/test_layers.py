@@ -16,7 +16,7 @@ from conftest import ROOT
 PACKAGE = "purra_jupyter"
 # Bottom to top (DESIGN §3). A module may import its own layer's or any lower layer's modules.
 LAYERS = [
-    ("wire", "errors", "markup", "names", "raw_schema", "session_log", "activity"),
+    ("wire", "errors", "markup", "names", "raw_schema", "session_log", "activity", "app_meta"),
     ("config",),
     ("runner",),
     ("oauth",),
@@ -30,6 +30,7 @@ LAYERS = [
     ("bindings",),
     ("envelope",),
     ("offerings",),
+    ("apps",),
     ("calls",),
     ("evaluate",),
     ("ui",),

@@ -217,6 +217,12 @@ function hintsText(tool: JSONObject): string {
   if (typeof tool.task_support === 'string') {
     hints.push(`tasks: ${tool.task_support}`);
   }
+  if (typeof tool.view === 'string') {
+    hints.push(`view: ${tool.view}`);
+  }
+  if (tool.app_only === true) {
+    hints.push('app only (its view calls it, a model never sees it)');
+  }
   if (typeof tool.schema_bytes === 'number') {
     hints.push(`schemas: ${tool.schema_bytes} B`);
   }

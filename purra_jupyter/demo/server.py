@@ -12,6 +12,7 @@ import base64
 import math
 import sys
 from collections import Counter, deque
+from importlib import resources
 from typing import Any, TypeAlias
 
 import anyio
@@ -25,6 +26,9 @@ from purra_jupyter.demo import corpus
 SERVER_NAME = "purra-jupyter-demo"
 SERVER_VERSION = "1.0.0"
 EXTRA_TOOL = "extra_tool"
+# The view of list_notes (MCP Apps): a small page of its own, no network; it calls add_note and list_notes itself.
+NOTES_VIEW_URI = "ui://demo/notes.html"
+VIEW_MIME = "text/html;profile=mcp-app"
 SAID_LINES = 200  # the stderr lines a server object keeps of its own (``DemoServer.said``)
 
 # A real 4x4 RGB PNG (checkerboard), kept as a constant so the server never touches the file system.
@@ -79,6 +83,7 @@ def _tool(
     *,
     idempotent: bool = True,
     effect: str = READ,
+    view: str | None = None,
 ) -> types.Tool:
     return types.Tool(
         name=name,
@@ -87,6 +92,7 @@ def _tool(
         inputSchema=input_schema,
         outputSchema=output_schema,
         annotations=_annotations(title, idempotent=idempotent, effect=effect),
+        _meta={"ui": {"resourceUri": view}} if view else None,
     )
 
 
@@ -214,6 +220,7 @@ def _base_tools() -> list[types.Tool]:
             "List the notes in this server's in-memory notes store (add_note and delete_note change it).",
             dict(_NO_ARGUMENTS),
             _object({"notes": {"type": "array", "description": "The notes, oldest first.", "items": _NOTE}}),
+            view=NOTES_VIEW_URI,
         ),
         _tool(
             "add_note",
@@ -474,6 +481,8 @@ def _offer_documents(server: DemoServer) -> None:
     async def read_resource(uri: AnyUrl) -> list[ReadResourceContents]:
         if str(uri) == CHECKERBOARD_URI:
             return [ReadResourceContents(tiny_png(), "image/png")]
+        if str(uri) == NOTES_VIEW_URI:
+            return [ReadResourceContents(notes_view(), VIEW_MIME, meta={"ui": {"prefersBorder": True}})]
         document = corpus.get_document(str(uri).removeprefix(DOCUMENT_TEMPLATE.replace("{id}", "")))
         if document is None:
             raise ValueError(f"no resource {uri}")
@@ -503,6 +512,11 @@ def _offer_documents(server: DemoServer) -> None:
     async def complete(ref: Any, argument: types.CompletionArgument, context: Any) -> types.Completion:
         ids = [d.id for d in corpus.DOCUMENTS if d.id.startswith(argument.value)] if argument.name == "id" else []
         return types.Completion(values=ids, total=len(ids), hasMore=False)
+
+
+def notes_view() -> str:
+    """The HTML of list_notes' view (a file beside this module)."""
+    return resources.files("purra_jupyter.demo").joinpath("notes_view.html").read_text(encoding="utf-8")
 
 
 def tiny_png() -> bytes:
