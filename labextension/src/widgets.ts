@@ -42,7 +42,7 @@ async function kernelHolds(kernel: Kernel.IKernelConnection, modelId: string): P
 }
 
 /** The notebook panel a widget sits in, if any. */
-function panelOf(widget: Widget): NotebookPanel | null {
+export function panelOf(widget: Widget): NotebookPanel | null {
   for (let parent = widget.parent; parent !== null; parent = parent.parent) {
     if (parent instanceof NotebookPanel) {
       return parent;
@@ -226,7 +226,7 @@ export class WidgetOutput extends Panel implements IRenderMime.IRenderer {
 }
 
 /** Adds the widget output renderer to the application's rendermime, before ipywidgets' own. */
-const plugin: JupyterFrontEndPlugin<void> = {
+export const widgetPlugin: JupyterFrontEndPlugin<void> = {
   id: 'purra-jupyter-renderers:widgets',
   description: 'Widget outputs of purra_jupyter: their static view whenever their kernel is gone.',
   autoStart: true,
@@ -243,5 +243,3 @@ const plugin: JupyterFrontEndPlugin<void> = {
     );
   }
 };
-
-export default plugin;
