@@ -7,6 +7,7 @@ Needs Playwright (Python package only; its own browser download is not used) and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -237,8 +238,9 @@ def lab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lab]:
         yield dataclasses.replace(running, label=request.param)
 
 
-@pytest.fixture
-def browser() -> Iterator[Browser]:
+@contextlib.contextmanager
+def chromium_page() -> Iterator[Browser]:
+    """A headless Chromium's page, recording its dialogs, console warnings and errors (a test module's fixture)."""
     if sync_playwright is None:
         pytest.fail("the Python package playwright is missing: pip install -e '.[test]'")
     if not CHROMIUM.exists():
@@ -268,6 +270,12 @@ def browser() -> Iterator[Browser]:
             yield opened
         finally:
             chromium.close()
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    with chromium_page() as opened:
+        yield opened
 
 
 @pytest.mark.timeout(BINDER_BUILD_GUARD)  # run alone, its 4.4 case builds the Binder environment in its setup

@@ -7,21 +7,24 @@ Screenshots go to ``tests/artifacts/browser/``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import socketserver
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import nbformat
 import pytest
-from test_browser import (  # noqa: F401  (browser: a fixture)
+from test_browser import (
     JUPYTER,
     STEP,
     THEME_APPLIED_JS,
     Browser,
-    Lab,
-    browser,
+    chromium_page,
     expect,
     jupyter_lab,
     open_notebook,
@@ -29,6 +32,8 @@ from test_browser import (  # noqa: F401  (browser: a fixture)
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
     from playwright.sync_api import FrameLocator, Locator
 
 ROOT = Path(__file__).parent.parent
@@ -46,6 +51,12 @@ CELLS = {
     "notes": 'notes = demo.call("list_notes", {}, approve=True)\nnotes',
 }
 INDEX = {name: index for index, name in enumerate(CELLS)}
+
+
+@pytest.fixture
+def chromium() -> Iterator[Browser]:
+    with chromium_page() as opened:
+        yield opened
 
 
 def write_notebook(path: Path) -> None:
@@ -72,7 +83,7 @@ def set_theme(browser: Browser, dark: bool) -> None:
 
 @pytest.mark.parametrize("ui", ["lab", "notebook"])
 def test_views_render_inline_and_their_calls_wait_for_the_approval_widget(
-    tmp_path: Path, browser: Browser, ui: str
+    tmp_path: Path, chromium: Browser, ui: str
 ) -> None:
     """server-basic-vanillajs's get-time view shows the time its call returned; the demo's notes view renders; a
     call the view makes shows the approval widget under the view: Deny reaches the view as an error, Approve as the
@@ -80,19 +91,19 @@ def test_views_render_inline_and_their_calls_wait_for_the_approval_widget(
     with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
         write_notebook(lab.root / "views.ipynb")
         try:
-            open_notebook(browser, lab, "views.ipynb", ui=ui)
-            run_all(browser)
-            check_the_time_view(browser, ui)
-            check_the_notes_view(browser, ui)
-            set_theme(browser, dark=True)
-            expect(view_of(browser, "notes").locator("html.dark")).to_have_count(1)
-            print(f"screenshot: {browser.screenshot(f'views-{ui}-dark', cell(browser, 'notes'))}")
-            set_theme(browser, dark=False)
-            expect(view_of(browser, "notes").locator("html.dark")).to_have_count(0)
-            print(f"screenshot: {browser.screenshot(f'views-{ui}-light', cell(browser, 'notes'))}")
-            assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
+            open_notebook(chromium, lab, "views.ipynb", ui=ui)
+            run_all(chromium)
+            check_the_time_view(chromium, ui)
+            check_the_notes_view(chromium, ui)
+            set_theme(chromium, dark=True)
+            expect(view_of(chromium, "notes").locator("html.dark")).to_have_count(1)
+            print(f"screenshot: {chromium.screenshot(f'views-{ui}-dark', cell(chromium, 'notes'))}")
+            set_theme(chromium, dark=False)
+            expect(view_of(chromium, "notes").locator("html.dark")).to_have_count(0)
+            print(f"screenshot: {chromium.screenshot(f'views-{ui}-light', cell(chromium, 'notes'))}")
+            assert [error for error in chromium.errors if "purra" in error.lower()] == [], chromium.errors
         except BaseException:
-            browser.report_failure(f"views-{ui}-failure", lab)
+            chromium.report_failure(f"views-{ui}-failure", lab)
             raise
 
 
@@ -146,6 +157,185 @@ def check_the_notes_view(browser: Browser, ui: str) -> None:
     expect(decisions).to_have_count(3)
     said = json.dumps([decisions.nth(i).inner_text() for i in range(3)])
     assert "add_note: denied" in said and "add_note: approved" in said and "list_notes: approved" in said, said
+
+
+# --- a hostile view --------------------------------------------------------------------------------------------
+
+HOSTILE = ROOT / "tests" / "servers" / "hostile_app_server.py"
+# Each in a view of its own (cells 2 on), with what shows it was tried: the view's page replaced by the browser's error
+# page (``None``: the policy's frame-src blocked it), or the line the browser logs when its sandbox refuses it.
+NAVIGATIONS = {
+    "top-navigation": "Unsafe attempt to initiate navigation for frame with origin",
+    "link-blank": "Blocked opening 'http://127.0.0.1:{port}/link-blank' in a new window",
+    "link-click": None,
+    "meta-refresh": None,
+    "location": None,
+    "form-get": "Blocked form submission to 'http://127.0.0.1:{port}/form-get'",
+}
+
+
+# What the origin allowed as a connect domain may reach: requests the policy's connect-src governs.
+CONNECTED = {"/fetch", "/xhr", "/websocket", "/eventsource", "/beacon", "/prefetch"}
+
+
+class Listener(socketserver.ThreadingTCPServer):
+    """A loopback HTTP listener that records the path of every request it gets (and answers each with an empty 200
+    any origin may read, so that an allowed fetch succeeds)."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.got = threading.Condition()
+        super().__init__(("127.0.0.1", 0), _Recorder)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    def wait_for(self, path: str, seconds: float = STEP / 1000) -> None:
+        with self.got:
+            assert self.got.wait_for(lambda: path in self.paths, seconds), (path, self.paths)
+
+
+class _Recorder(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        line = self.rfile.readline(4096).decode("latin-1").split()
+        server = self.server
+        assert isinstance(server, Listener)
+        with server.got:
+            server.paths.append(line[1] if len(line) > 1 else "?")
+            server.got.notify_all()
+        self.wfile.write(
+            b"HTTP/1.1 200 OK\r\nAccess-Control-Allow-Origin: *\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+
+
+PAGE_STATE_JS = """() => ({
+    url: location.href, title: document.title, cells: document.querySelectorAll('.jp-Cell').length,
+    pwned: typeof window.__pwned, cookie: document.cookie.includes('x=1'),
+})"""
+
+
+def control(browser: Browser, listener: Listener, name: str) -> None:
+    """A request of the test's own page after the view's attempts: once it arrived, so had any of theirs."""
+    browser.page.evaluate(
+        "url => fetch(url, {mode: 'no-cors'}).catch(() => null)", f"http://127.0.0.1:{listener.port}/{name}"
+    )
+    listener.wait_for(f"/{name}")
+
+
+@pytest.mark.timeout(300)  # a hang guard: two runs of some thirty attempts, each bounded by the view (3 s)
+def test_a_hostile_view_reaches_nothing_and_leaves_the_page_unchanged(tmp_path: Path, chromium: Browser) -> None:
+    """Every channel out of the sandbox (network, navigation, popups, the parent page, cookies, storage) towards a
+    loopback listener: it gets nothing but the test's own control requests, and JupyterLab's page is as it was. The
+    view's refused requests come back as errors. The origin the resource declared, once the person allows it, is
+    the one thing the view reaches; the origin that smuggles a directive is refused."""
+    with Listener() as listener, jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
+        cells = [
+            "import sys\nimport purra_jupyter as pj\n"
+            f"args = [{str(HOSTILE)!r}, '{listener.port}']\n"
+            'bad = pj.connect(pj.ServerConfig("bad", command=sys.executable, args=args))',
+            'bad.call("hostile", {}, raw=True, approve=True)',
+            *(f'bad.call("hostile", {{"nav": "{nav}"}}, raw=True, approve=True)' for nav in NAVIGATIONS),
+        ]
+        notebook = nbformat.v4.new_notebook()
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+        nbformat.write(notebook, lab.root / "hostile.ipynb")
+        page = chromium.page
+        try:
+            open_notebook(chromium, lab, "hostile.ipynb")
+            before = page.evaluate(PAGE_STATE_JS)
+            run_all(chromium)
+            output = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(APP)
+            view = output.locator("iframe.jp-PurraApp-frame").content_frame.locator("iframe").content_frame
+            expect(view.locator("#state")).to_have_text("done", timeout=STEP * 2)
+            report = view.locator("#report li")
+            said = {
+                str(report.nth(i).get_attribute("data-attempt")): report.nth(i).inner_text().split(": ", 1)[1]
+                for i in range(report.count())
+            }
+            print(json.dumps(said, indent=1))
+            control(chromium, listener, "control-1")
+            assert listener.paths == ["/control-1"], listener.paths
+            after = page.evaluate(PAGE_STATE_JS)
+            assert after == {**before, "cells": after["cells"]} and after["pwned"] == "undefined", (before, after)
+            assert len(page.context.pages) == 1, [p.url for p in page.context.pages]
+            for name in ("parent-document", "top-document", "cookies", "localStorage"):
+                assert said[name].startswith("blocked: SecurityError"), said[name]
+            for name in ("call-model-only", "call-unlisted", "read-not-ui"):
+                assert "mcp_app_refused" in said[name], said[name]
+            for name in ("ui-message", "sampling"):
+                assert "-32601" in said[name] and "not supported" in said[name], said[name]
+            # What the resource declared: shown; the smuggled directive refused; nothing allowed yet.
+            domains = output.locator(".jp-PurraApp-domains")
+            expect(domains).to_contain_text(f"connectDomains: http://127.0.0.1:{listener.port}")
+            expect(domains).to_contain_text("refused: connectDomains 'https://a.example; script-src *'")
+            expect(domains).to_contain_text("permissions: clipboardWrite")
+            print(f"screenshot: {chromium.screenshot('views-hostile-refused', output)}")
+            domains.get_by_role("button", name="Allow them").click()
+            expect(domains).to_contain_text("(allowed)", timeout=STEP)
+            view = output.locator("iframe.jp-PurraApp-frame").content_frame.locator("iframe").content_frame
+            expect(view.locator("#state")).to_have_text("done", timeout=STEP * 2)
+            control(chromium, listener, "control-2")
+            reached = set(listener.paths) - {"/control-1", "/control-2"}
+            assert {"/fetch", "/xhr"} <= reached, listener.paths
+            assert reached <= CONNECTED, listener.paths
+            assert page.evaluate(PAGE_STATE_JS)["url"] == before["url"]
+            check_navigations(chromium, listener, before)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                frame = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(f"{APP} iframe.jp-PurraApp-frame")
+                print(
+                    "the view's report:",
+                    frame.content_frame.locator("iframe").content_frame.locator("#report").inner_text(timeout=1000),
+                )
+            chromium.report_failure("views-hostile-failure", lab)
+            raise
+
+
+def view_url(output: Locator) -> str:
+    """The address of the document in the view's own frame (inside the proxy of ``output``)."""
+    proxy = output.locator("iframe.jp-PurraApp-frame").element_handle().content_frame()
+    views = proxy.child_frames if proxy is not None else []
+    return views[0].url if views else ""
+
+
+def until(browser: Browser, holds: Callable[[], bool], what: str) -> None:
+    """Waits for ``holds`` (a hang guard of STEP), letting Playwright deliver the page's events meanwhile."""
+    deadline = time.monotonic() + STEP / 1000
+    while not holds():
+        assert time.monotonic() < deadline, (what, browser.console)
+        browser.page.wait_for_timeout(50)
+
+
+def check_navigations(browser: Browser, listener: Listener, before: dict[str, object]) -> None:
+    """The view's own navigations (a link, a meta refresh, ``location=``, a form): the view's frame ends on the
+    browser's error page (the policy's ``frame-src`` blocked it) or the sandbox refused the form; nothing arrives."""
+    page = browser.page
+    for index, nav in enumerate(NAVIGATIONS, start=2):
+        output = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(APP)
+        logged = NAVIGATIONS[nav]
+        if logged is None:
+            until(
+                browser,
+                lambda output=output: view_url(output).startswith("chrome-error:"),
+                f"{nav}: the view's frame on the error page",
+            )
+        else:
+            target = logged.format(port=listener.port)
+            until(browser, lambda target=target: any(target in line for line in browser.console), f"{nav}: {target}")
+        print(f"screenshot: {browser.screenshot(f'views-hostile-{nav}', output)}")
+    control(browser, listener, "control-3")
+    assert set(listener.paths) - CONNECTED == {
+        "/control-1",
+        "/control-2",
+        "/control-3",
+    }, listener.paths
+    assert page.evaluate(PAGE_STATE_JS) == {**before, "cells": page.evaluate(PAGE_STATE_JS)["cells"]}
+    assert len(page.context.pages) == 1
 
 
 if __name__ == "__main__":  # pragma: no cover
