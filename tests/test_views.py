@@ -11,6 +11,7 @@ import contextlib
 import json
 import re
 import socketserver
+import subprocess
 import sys
 import threading
 import time
@@ -24,12 +25,16 @@ from test_browser import (
     STEP,
     THEME_APPLIED_JS,
     Browser,
+    Lab,
     chromium_page,
     expect,
     jupyter_lab,
     open_notebook,
     run_all,
 )
+
+from purra_jupyter.apps import NO_LIVE_SESSION, NO_VIEWER, VIEW_LABEL
+from purra_jupyter.wire import APP_MIME
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -102,9 +107,51 @@ def test_views_render_inline_and_their_calls_wait_for_the_approval_widget(
             expect(view_of(chromium, "notes").locator("html.dark")).to_have_count(0)
             print(f"screenshot: {chromium.screenshot(f'views-{ui}-light', cell(chromium, 'notes'))}")
             assert [error for error in chromium.errors if "purra" in error.lower()] == [], chromium.errors
+            check_the_replay(chromium, lab, ui)
         except BaseException:
             chromium.report_failure(f"views-{ui}-failure", lab)
             raise
+        check_the_export(chromium, lab.root / "views.ipynb", tmp_path)
+
+
+def check_the_replay(browser: Browser, lab: Lab, ui: str) -> None:
+    """Saved, kernel shut down, reloaded (a new kernel that never held these views): each view replays from the file
+    with its call's input and result, and its requests answer "no live session"."""
+    saved_time = result_time(browser)
+    browser.notebook_js("await app.commands.execute('docmanager:save');")
+    browser.notebook_js("await panel.sessionContext.shutdown();")
+    saved = nbformat.read(lab.root / "views.ipynb", as_version=4)
+    for name in ("time", "notes"):
+        [payload] = [o["data"][APP_MIME] for o in saved.cells[INDEX[name]].outputs if APP_MIME in o.get("data", {})]
+        assert payload["html"].startswith("<!") and payload["toolResult"], name
+    browser.page.reload()
+    open_notebook(browser, lab, "views.ipynb", ui=ui)
+    expect(view_of(browser, "time").locator("#server-time")).to_have_text(saved_time, timeout=STEP)
+    notes = view_of(browser, "notes")
+    expect(notes.locator("#status")).to_have_text("showing the call's result", timeout=STEP)
+    expect(notes.locator("#notes")).to_have_text("no notes yet")
+    notes.locator("#text").fill("after the reload")
+    notes.get_by_role("button", name="Add note").click()
+    expect(notes.locator("#status")).to_contain_text(f"add_note: {NO_LIVE_SESSION}", timeout=STEP)
+    expect(cell(browser, "notes").locator(".jp-PurraApp-status")).to_contain_text("no live session")
+    expect(cell(browser, "notes").locator(".jp-PurraApp-decisions li")).to_have_count(3)  # the file's decisions
+    print(f"screenshot: {browser.screenshot(f'views-{ui}-replayed', cell(browser, 'notes'))}")
+
+
+def check_the_export(browser: Browser, saved: Path, tmp_path: Path) -> None:
+    """nbconvert's HTML of the saved file: the result's text fallback and the words that a view exists; none of the
+    view's own HTML."""
+    export = subprocess.run(
+        [str(JUPYTER), "nbconvert", "--to", "html", str(saved), "--output", "views", "--output-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert export.returncode == 0, export.stderr
+    browser.page.goto((tmp_path / "views.html").as_uri())
+    shown = browser.page.locator("body").inner_text()
+    assert shown.count(NO_VIEWER) == 2 and shown.count(VIEW_LABEL) == 2, shown
+    assert "the view called add_note: denied (denied by a click)" in shown
+    assert browser.page.locator("iframe, #server-time, #notes").count() == 0
+    print(f"export screenshot: {browser.screenshot('views-export')}")
 
 
 def result_time(browser: Browser) -> str:

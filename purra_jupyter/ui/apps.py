@@ -11,9 +11,9 @@ view's output, which the saved notebook keeps.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable, Mapping
-import threading
 from concurrent import futures
 from concurrent.futures import Future
 from typing import Any, Protocol
