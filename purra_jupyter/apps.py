@@ -14,9 +14,11 @@ import binascii
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from .app_meta import VIEW_MIME, Domains, ToolApp, resource_domains
+from .app_meta import CSP_KEYS, VIEW_MIME, Domains, ToolApp, resource_domains
 from .catalog import ToolVerdict
 from .envelope import Envelope, RawResult
 from .errors import McpSessionError
@@ -89,6 +91,31 @@ def view_of(tool: ToolVerdict, server: str, contents: ResourceContents, argument
     )
 
 
+APP_INFO_COLUMNS = ["view", "app_only", "visibility", "bytes", "sha256", "connect_domains", "resource_domains",
+                    "frame_domains", "base_uri_domains", "permissions", "refused", "unavailable"]  # fmt: skip
+
+
+def app_info_row(tool: ToolVerdict, contents: ResourceContents | McpSessionError) -> dict[str, Any]:
+    """What a tool's view declares, as its resource says it (the Inspector's ``--app-info``): its size and digest,
+    its origins per directive, its permissions, what the kit refused; or why there is no view to take."""
+    app = tool.app
+    row: dict[str, Any] = {"tool": tool.name, "view": app.uri, "app_only": app.app_only,
+                           "visibility": ", ".join(app.visibility), "unavailable": ""}  # fmt: skip
+    try:
+        if isinstance(contents, McpSessionError):
+            raise contents
+        item = _view_content(contents, app)
+        html = _html_of(item, str(app.uri))
+    except McpSessionError as error:
+        return {**row, "unavailable": f"{error.code}: {error.message}"}
+    domains = resource_domains(item.get("_meta"))
+    for key, column in zip(CSP_KEYS, APP_INFO_COLUMNS[5:9], strict=True):
+        row[column] = ", ".join(domains.declared.get(key, ()))
+    data = html.encode("utf-8")
+    return {**row, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+            "permissions": ", ".join(domains.permissions), "refused": "; ".join(domains.refused)}  # fmt: skip
+
+
 def _view_content(contents: ResourceContents, app: ToolApp) -> Mapping[str, Any]:
     for item in contents.contents:
         mime = str(item.get("mimeType", "")).replace(" ", "").lower()
@@ -159,6 +186,15 @@ def app_labels() -> dict[str, str]:
     return {"view": VIEW_LABEL, "noLiveSession": NO_LIVE_SESSION}
 
 
+@cache
+def host_version() -> str:
+    """The kit's version, which the view is told as its host's (``hostInfo``)."""
+    try:
+        return version("purra-jupyter")
+    except PackageNotFoundError:  # pragma: no cover - a source tree without metadata
+        return "0+unknown"
+
+
 def view_bundle(view: AppView, *, view_id: str, allowed: bool, decisions: Sequence[Mapping[str, Any]],
                 pending: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:  # fmt: skip
     """The view's output: our MIME type (everything the extension draws and replays), and for every other reader
@@ -181,6 +217,7 @@ def view_bundle(view: AppView, *, view_id: str, allowed: bool, decisions: Sequen
         "toolResult": dict(view.tool_result),
         "toolInfo": dict(view.tool_listing),
         "protocolVersion": PROTOCOL_VERSION,
+        "hostVersion": host_version(),
         "decisions": [dict(decision) for decision in decisions],
         "pending": [dict(bundle) for bundle in pending],
         "labels": app_labels(),

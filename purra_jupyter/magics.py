@@ -25,7 +25,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from traitlets import Enum, Float, Int, observe
+from traitlets import Bool, Enum, Float, Int, observe
 from traitlets.config import Configurable
 
 from . import runner
@@ -35,7 +35,7 @@ from .config import OAuth, ServerConfig, load_servers
 from .errors import KEPT_APART, McpSessionError
 from .markup import join, pre, tag
 from .offerings import template_variables
-from .session import INSTRUCTIONS_LABEL, McpSession, connect, registry
+from .session import INSTRUCTIONS_LABEL, McpSession, connect, registry, with_views_decided
 from .ui.records import TICK_SECONDS, LiveOutput, combined, in_kernel, plain_bundle, redraw_while
 from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS, LOG_LEVELS, READY, SESSION_EXISTS, STALE
 
@@ -244,7 +244,7 @@ def _reuse(session: McpSession, config: ServerConfig, approval: str, expect_dige
     the approval policy may change on an open session); what changed, in words. ``mcp_session_exists`` if the
     server differs or the session failed: a rerun must not quietly talk to another server than the line says."""
     name = session.name
-    if replace(config, timeout=session.config.timeout) != session.config:
+    if with_views_decided(replace(config, timeout=session.config.timeout)) != session.config:
         raise McpSessionError(
             SESSION_EXISTS,
             f"A session named '{name}' is already open with another server configuration. Add --replace to close "
@@ -356,6 +356,8 @@ class McpMagics(Magics, Configurable):
     approval = Enum(APPROVAL_POLICIES, default_value="prompt", config=True,
                     help="approval policy of new sessions: prompt, auto or deny")  # fmt: skip
     max_rows = Int(50, config=True, help="rows shown by %mcp_sessions and %mcp_log")
+    views = Bool(None, allow_none=True, config=True,
+                 help="tools' own views (MCP Apps) in new sessions: True, False or None (on in a kernel)")  # fmt: skip
 
     def __init__(self, shell: InteractiveShell) -> None:
         Configurable.__init__(self, config=shell.config)
@@ -423,6 +425,8 @@ class McpMagics(Magics, Configurable):
         command = words[words.index("--") + 1 :] if "--" in words else []
         with _one_line_errors():
             config = _config(args, command, default_timeout=self.timeout)
+            if config.views is None and self.views is not None:
+                config = config.with_views(self.views)
             approval = args.approval or self.approval
             session = registry.find(config.name)
             if session is not None and not args.replace:

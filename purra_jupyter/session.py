@@ -17,12 +17,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from traitlets import Enum, HasTraits, Int, dlink
 
 from . import runner
-from .apps import VIEW_MAX_BYTES
+from .apps import APP_INFO_COLUMNS, VIEW_MAX_BYTES, app_info_row
 from .bindings import Bindings
 from .calls import Call, CallPlan, check_approve, decide, needs_a_person, plan_call, refusal
 from .catalog import Catalog, ToolVerdict, build_catalog, check_digest
@@ -214,6 +215,17 @@ class McpSession(HasTraits):
         bound. Its ``revisionDigest`` is what every write's approval is bound to."""
         return self._bindings.write_snapshot
 
+    def app_info(self) -> pd.DataFrame:
+        """One row per tool with a view (MCP Apps): its ``ui://`` URI, who may call it, and what its resource
+        declares (origins per CSP directive, permissions; the kit's refusals) or why it is unavailable. Each view is
+        read (``resources/read``, raw, outside the PurrA contract); nothing is rendered or run."""
+        import pandas as pd
+
+        viewed = [tool for tool in self.catalog.tools if tool.app.uri is not None]
+        reads = [self._read_view(str(tool.app.uri)) for tool in viewed]
+        rows = [app_info_row(tool, _settled(read)) for tool, read in zip(viewed, reads, strict=True)]
+        return pd.DataFrame(rows, columns=["tool", *APP_INFO_COLUMNS]).set_index("tool")
+
     def refresh(self) -> Catalog:
         """List the tools again (after ``tools/list_changed``); bindings that no longer hold are dropped.
         Ends within the session's timeout in all (every page and the re-binding)."""
@@ -395,16 +407,22 @@ class McpSession(HasTraits):
             if viewed:
                 from .ui.apps import ViewedCall
 
-                return ViewedCall(job, _ViewHost(self))
+                return ViewedCall(job, self._view_host())
             return PendingCall(job)
         if viewed:
             from .ui.apps import ViewedCall
 
-            call = ViewedCall(job, _ViewHost(self))
+            call = ViewedCall(job, self._view_host())
             decide(call, approve=approve, policy=self._approval)
             call.view.wait_read(self.connection.config.timeout)
             return call
         return decide(Call(job), approve=approve, policy=self._approval)
+
+    def _view_host(self) -> _ViewHost:
+        return _ViewHost(self.connection, lambda: self.catalog, self._view_call, self._read_view)
+
+    def _read_view(self, uri: str) -> Future[ResourceContents]:
+        return self._offered.read_soon(uri, max_bytes=VIEW_READ_BYTES)
 
     def _view_call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
         """A view's own ``tools/call``: planned as a person's call is (a bound tool on the PurrA path, any other raw),
@@ -533,24 +551,32 @@ runner.on_stop(lambda: registry.close_all("interpreter exit"))
 VIEW_READ_BYTES = VIEW_MAX_BYTES + (64 << 10)  # a view's resources/read: its HTML and the JSON around it
 
 
+def _settled(read: Future[ResourceContents]) -> ResourceContents | McpSessionError:
+    """A read's contents, or the kit's error that ended it (each bounded by the session's timeout)."""
+    try:
+        return read.result()
+    except McpSessionError as error:
+        return error
+
+
+@dataclass(frozen=True)
 class _ViewHost:
-    """What a tool's view reaches of its session (``ui.apps.ViewHost``): its tools, its calls, its ui:// reads."""
+    """What a tool's view reaches of its session (``ui.apps.ViewHost``): its tools, its calls, its ui:// reads, as
+    the session hands them over."""
 
-    def __init__(self, session: McpSession) -> None:
-        self._session = session
-
-    @property
-    def connection(self) -> Connection:
-        return self._session.connection
+    connection: Connection
+    catalog: Callable[[], Catalog]
+    call: Callable[[str, Mapping[str, Any]], Any]
+    read: Callable[[str], Future[ResourceContents]]
 
     def view_tools(self) -> Mapping[str, ToolVerdict]:
-        return {tool.name: tool for tool in self._session.catalog.tools}
+        return {tool.name: tool for tool in self.catalog().tools}
 
     def view_call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
-        return self._session._view_call(tool, arguments)
+        return self.call(tool, arguments)
 
     def view_read(self, uri: str) -> Future[ResourceContents]:
-        return self._session._offered.read_soon(uri, max_bytes=VIEW_READ_BYTES)
+        return self.read(uri)
 
 
 def connect(
@@ -579,10 +605,7 @@ def connect(
             raise McpSessionError(CONFIG_INVALID, "limits must be a purra_mcp.McpToolLimits.")
     if expect_digest is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", str(expect_digest)):
         raise McpSessionError(CONFIG_INVALID, "expect_digest must be a 64-digit hex digest (Catalog.digest).")
-    if config.views is None:  # a tool's view renders where outputs reach a notebook frontend
-        from .ui.records import in_kernel
-
-        config = config.with_views(in_kernel())
+    config = with_views_decided(config)
     connection = Connection(config, transport_for(config), limits=limits)
     with registry.reserving(config.name):
         deadline = Deadline(config.timeout, "connecting")
@@ -598,6 +621,16 @@ def connect(
         session = McpSession(connection, Bindings(connection, catalog), approval=approval)
         registry.add(session)
     return session
+
+
+def with_views_decided(config: ServerConfig) -> ServerConfig:
+    """``config`` with ``views`` True or False: left to the session (None), views are on where outputs reach a
+    notebook frontend (a kernel: JupyterLab, Notebook 7), where the labextension draws them."""
+    if config.views is not None:
+        return config
+    from .ui.records import in_kernel
+
+    return config.with_views(in_kernel())
 
 
 def check_approval(policy: str) -> None:
@@ -666,4 +699,4 @@ def sessions() -> list[McpSession]:
     return registry.list()
 
 
-__all__ = ["HTTP", "STDIO", "McpSession", "SessionRegistry", "connect", "sessions", "warm_up"]
+__all__ = ["HTTP", "STDIO", "McpSession", "SessionRegistry", "connect", "sessions", "warm_up", "with_views_decided"]

@@ -318,6 +318,34 @@ def test_a_rerun_connect_reuses_the_open_session_and_replace_connects_anew(
         replaced.close()
 
 
+def test_config_views_turns_tools_views_on_for_new_sessions_and_a_rerun_still_reuses(
+    ip: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Outside a kernel a session decides views are off; ``%config McpMagics.views = True`` turns them on (the
+    extension advertised, list_notes' call shows its view), and a rerun of the same line takes that session."""
+    off = ip.run_line_magic("mcp_connect", DEMO)
+    try:
+        assert off.config.views is False and not off.connection.views
+        assert ip.run_line_magic("mcp_connect", DEMO) is off  # the session's decided views are its config's
+    finally:
+        off.close()
+    ip.run_line_magic("config", "McpMagics.views = True")
+    try:
+        on = ip.run_line_magic("mcp_connect", DEMO)
+        try:
+            assert on.connection.views
+            capsys.readouterr()
+            assert ip.run_line_magic("mcp_connect", DEMO) is on
+            assert "reusing the open session 'demo'" in capsys.readouterr().out
+            call = ip.run_line_magic("mcp_call", "demo list_notes --yes")
+            assert call.state == "done" and call.view.view is not None
+            assert call.view.view.uri == "ui://demo/notes.html"
+        finally:
+            on.close()
+    finally:
+        ip.run_line_magic("config", "McpMagics.views = None")
+
+
 def test_config_changes_apply_to_open_sessions_and_say_so(
     ip: InteractiveShell, demo: pj.McpSession, capsys: pytest.CaptureFixture[str]
 ) -> None:

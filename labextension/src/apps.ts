@@ -428,7 +428,7 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
     const width = this._top.node.clientWidth;
     return {
       protocolVersion: text(this._data, 'protocolVersion') || '2026-01-26',
-      hostInfo: { name: 'purra-jupyter', version: '0.1.0' },
+      hostInfo: { name: 'purra-jupyter', version: text(this._data, 'hostVersion') },
       hostCapabilities: {
         openLinks: {},
         serverTools: {},

@@ -1,0 +1,246 @@
+"""Tools' own views (MCP Apps) in the core: the catalog and ``app_info`` say which tools have one and what it
+declares, the extension is advertised only when views are on, a viewed call reads its view (or says why it cannot),
+and a view's requests are refused by the kit's rules. A low-level server of our own in memory; the published
+example servers over stdio. The rendering and the view's own calls are tested in a browser (``test_views.py``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import mcp.types as types
+import pytest
+from conftest import assert_safe, demo_in_memory
+from mcp.server.lowlevel import Server
+
+import purra_jupyter as pj
+from purra_jupyter.app_meta import EXTENSION, VIEW_MIME
+from purra_jupyter.apps import NO_VIEWER, VIEW_LABEL, VIEW_MAX_BYTES, check_view_request
+from purra_jupyter.errors import McpSessionError
+from purra_jupyter.ui.apps import ViewedCall
+from purra_jupyter.wire import APP_MIME, APP_REFUSED, APP_UNAVAILABLE, CONFIG_INVALID, EVENT_APP
+
+ROOT = Path(__file__).parent.parent
+MODULES = ROOT / "tests" / "servers" / "node_modules" / "@modelcontextprotocol"
+NOTES_VIEW = ROOT / "purra_jupyter" / "demo" / "notes_view.html"
+SCRIPT = "<script>alert(1)</script>"
+PAGE = f"<!DOCTYPE html><title>{SCRIPT}</title><p>a view</p>"
+CSP = {"connectDomains": ["https://api.example", "https://a.example; script-src *"],
+       "resourceDomains": ["https://cdn.example"], "frameDomains": ["javascript:alert(1)"]}  # fmt: skip
+# Each tool's view, as its resource answers: (MIME type, text or blob, _meta); ``None``: the read fails.
+VIEWS: dict[str, tuple[str, dict[str, str], dict[str, Any]] | None] = {
+    "good": (VIEW_MIME, {"text": PAGE}, {"ui": {"csp": CSP, "permissions": {"camera": {}, "bogus": {}}}}),
+    "blob": (VIEW_MIME, {"blob": base64.b64encode(PAGE.encode()).decode()}, {}),
+    "plain-html": ("text/html", {"text": PAGE}, {}),
+    "empty": (VIEW_MIME, {"text": "  \n"}, {}),
+    "huge": (VIEW_MIME, {"text": "x" * (VIEW_MAX_BYTES + 1)}, {}),
+    "not-base64": (VIEW_MIME, {"blob": "%%%"}, {}),
+    "missing": None,
+}
+
+
+class AppServer(Server[Any, Any]):
+    """One tool per view of ``VIEWS`` (``show_<name>``), tools of each visibility, and ``capabilities``, which
+    answers what the client said it supports in its ``initialize``."""
+
+    def __init__(self) -> None:
+        super().__init__("apps-test")
+        self.list_tools()(self._tools)
+        self.call_tool()(self._call)
+        self.list_resources()(self._resources)
+        self.request_handlers[types.ReadResourceRequest] = self._read  # (its blob as given: base64 or not)
+
+    async def _tools(self) -> list[types.Tool]:
+        schema = {"type": "object", "properties": {}}
+        views = [types.Tool(name=f"show_{name}", inputSchema=schema, _meta={"ui": {"resourceUri": f"ui://t/{name}"}})
+                 for name in VIEWS]  # fmt: skip
+        return [
+            *views,
+            types.Tool(name="legacy", inputSchema=schema, _meta={"ui/resourceUri": "ui://t/good"}),
+            types.Tool(name="app_only", inputSchema=schema, _meta={"ui": {"visibility": ["app"]}}),
+            types.Tool(name="model_only", inputSchema=schema, _meta={"ui": {"visibility": ["model"]}}),
+            types.Tool(name="not_ui", inputSchema=schema, _meta={"ui": {"resourceUri": "https://evil.example/v"}}),
+            types.Tool(name="capabilities", inputSchema=schema),
+        ]
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> list[types.TextContent]:
+        if name == "capabilities":
+            params = self.request_context.session.client_params
+            assert params is not None
+            said = params.capabilities.model_dump(mode="json", exclude_none=True)
+            return [types.TextContent(type="text", text=json.dumps(said))]
+        return [types.TextContent(type="text", text=f"{name}: {SCRIPT}")]
+
+    async def _resources(self) -> list[types.Resource]:
+        return []
+
+    async def _read(self, request: types.ReadResourceRequest) -> types.ServerResult:
+        uri = request.params.uri
+        view = VIEWS.get(str(uri).removeprefix("ui://t/"))
+        if view is None:
+            raise ValueError(f"no resource {uri}")
+        mime, content, meta = view
+        item: types.TextResourceContents | types.BlobResourceContents
+        if "blob" in content:
+            item = types.BlobResourceContents(uri=uri, mimeType=mime, blob=content["blob"], _meta=meta)
+        else:
+            item = types.TextResourceContents(uri=uri, mimeType=mime, text=content["text"], _meta=meta)
+        return types.ServerResult(types.ReadResourceResult(contents=[item]))
+
+
+def connect(views: bool | None = True, name: str = "apps") -> pj.McpSession:
+    return pj.connect(pj.ServerConfig(name, server=AppServer(), views=views), approval="auto")
+
+
+def told_capabilities(session: pj.McpSession) -> dict[str, Any]:
+    result = session.call("capabilities", {}, raw=True)
+    return dict(json.loads(result.content[0]["text"]))
+
+
+def test_the_extension_is_advertised_only_when_views_are_on() -> None:
+    with connect(views=True) as on:
+        assert told_capabilities(on)["extensions"] == {EXTENSION: {"mimeTypes": [VIEW_MIME]}}
+        assert on.connection.views
+    with connect(views=False) as off, connect(views=None, name="default") as default:  # outside a kernel, None is off
+        for session in (off, default):
+            assert "extensions" not in told_capabilities(session)
+            assert not session.connection.views
+    assert "views=True" in repr(pj.ServerConfig("apps", server=AppServer(), views=True))
+
+
+def test_views_must_be_a_bool_or_none() -> None:
+    with pytest.raises(McpSessionError) as raised:
+        pj.ServerConfig("apps", server=AppServer(), views="yes")  # type: ignore[arg-type]
+    assert raised.value.code == CONFIG_INVALID and "views must be True, False or None" in raised.value.message
+
+
+def test_the_catalog_says_which_tools_have_a_view_and_which_are_app_only() -> None:
+    with connect() as session:
+        frame = session.catalog.to_frame()
+    assert frame.loc["show_good", ["has_app", "app_only", "view"]].tolist() == [True, False, "ui://t/good"]
+    assert frame.loc["legacy", "view"] == "ui://t/good"  # the deprecated flat key
+    assert frame.loc["app_only", ["has_app", "app_only"]].tolist() == [False, True]
+    assert frame.loc["model_only", ["has_app", "app_only"]].tolist() == [False, False]
+    assert not frame.loc["not_ui", "has_app"]  # a view that is not ui:// is none
+
+
+def test_app_info_reads_each_view_and_says_what_it_declares_or_why_it_is_unavailable() -> None:
+    with connect() as session:
+        info = session.app_info()
+    assert sorted(info.index) == sorted([f"show_{name}" for name in VIEWS] + ["legacy"])
+    good = info.loc["show_good"]
+    assert good["bytes"] == len(PAGE.encode()) and good["sha256"] == hashlib.sha256(PAGE.encode()).hexdigest()
+    assert good["connect_domains"] == "https://api.example" and good["resource_domains"] == "https://cdn.example"
+    assert good["frame_domains"] == "" and good["permissions"] == "camera" and good["unavailable"] == ""
+    assert "connectDomains 'https://a.example; script-src *': not a plain origin" in good["refused"]
+    assert "frameDomains 'javascript:alert(1)': not a plain origin" in good["refused"]
+    assert info.loc["show_blob", "sha256"] == good["sha256"]  # a blob of UTF-8 HTML is the same view
+    unavailable = {
+        "show_plain-html": "is not a view: its server answered text/html, not text/html;profile=mcp-app",
+        "show_empty": "its HTML is empty",
+        "show_huge": f"over the kit's {VIEW_MAX_BYTES}",
+        "show_not-base64": "its blob is not base64 of UTF-8 HTML",
+    }
+    for tool, words in unavailable.items():
+        said = info.loc[tool, "unavailable"]
+        assert said.startswith(f"{APP_UNAVAILABLE}: ") and words in said, said
+    assert info.loc["show_missing", "unavailable"].startswith("mcp_protocol_error: ")
+
+
+def test_a_viewed_call_reads_its_view_with_the_calls_input_and_result() -> None:
+    with connect() as session:
+        call = session.call("show_good", {}, raw=True, approve=True)
+        assert isinstance(call, ViewedCall) and call.state == "done"
+        view = call.view.view
+        assert view is not None and view.html == PAGE and view.tool_input == {}
+        assert view.tool_result["content"] == [{"type": "text", "text": f"show_good: {SCRIPT}"}]
+        bundle = call.view.bundle()
+        assert bundle[APP_MIME]["html"] == PAGE and bundle[APP_MIME]["allowed"] is False
+        assert bundle[APP_MIME]["declared"] == {"connectDomains": ["https://api.example"],
+                                                "resourceDomains": ["https://cdn.example"]}  # fmt: skip
+        assert NO_VIEWER in bundle["text/plain"] and VIEW_LABEL in bundle["text/plain"]
+        assert_safe(bundle["text/html"], NO_VIEWER)
+        assert SCRIPT not in bundle["text/html"] and "<iframe" not in bundle["text/html"]
+        read = [entry.detail for entry in session.log.events(EVENT_APP)]
+        assert any(line.startswith("read view of apps/show_good (ui://t/good") for line in read), read
+        denied = session.call("show_good", {}, raw=True, approve=False)
+        assert denied.view.view is None and denied.view.note == "not shown: the call was denied"
+
+
+@pytest.mark.parametrize("tool", ["show_plain-html", "show_huge", "show_missing"])
+def test_a_view_that_cannot_be_taken_is_said_and_the_call_stands(tool: str) -> None:
+    with connect() as session:
+        call = session.call(tool, {}, raw=True, approve=True)
+        assert call.state == "done" and call.view.view is None
+        code = "mcp_protocol_error" if tool == "show_missing" else APP_UNAVAILABLE
+        assert call.view.note.startswith(f"not shown: {code}: "), call.view.note
+        assert call.view.note in call.view.bundle()["text/plain"]
+        assert session.log.events(EVENT_APP)[-1].detail.endswith(call.view.note)
+        assert session.call("capabilities", {}, raw=True).ok  # the session goes on
+
+
+def test_views_off_show_none() -> None:
+    with connect(views=False) as session:
+        call = session.call("show_good", {}, raw=True, approve=True)
+        assert not isinstance(call, ViewedCall) and call.ok
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "words"),
+    [
+        ("tools/call", {"name": "model_only"}, "'model_only' is not visible to views"),
+        ("tools/call", {"name": "nowhere"}, "which its server does not list"),
+        ("tools/call", {"name": "app_only", "arguments": [1]}, "arguments"),
+        ("resources/read", {"uri": "file:///etc/passwd"}, "ui:// resources only"),
+        ("ui/message", {}, "not supported"),
+        ("sampling/createMessage", {}, "not supported"),
+    ],
+)
+def test_a_views_request_outside_the_rules_is_refused(method: str, params: dict[str, Any], words: str) -> None:
+    with connect() as session:
+        tools = {tool.name: tool for tool in session.catalog.tools}
+    with pytest.raises(McpSessionError) as raised:
+        check_view_request(method, params, tools)
+    assert raised.value.code == APP_REFUSED and words in raised.value.message, raised.value.message
+
+
+def test_a_views_allowed_requests_pass() -> None:
+    with connect() as session:
+        tools = {tool.name: tool for tool in session.catalog.tools}
+    check_view_request("tools/call", {"name": "app_only", "arguments": {}}, tools)
+    check_view_request("tools/call", {"name": "show_good"}, tools)
+    check_view_request("resources/read", {"uri": "ui://t/good"}, tools)
+
+
+def test_the_demo_server_has_a_view_of_its_own() -> None:
+    with pj.connect(demo_in_memory().with_views(True), approval="auto") as demo:
+        assert demo.catalog.to_frame().loc["list_notes", ["has_app", "view"]].tolist() == [True, "ui://demo/notes.html"]
+        info = demo.app_info()
+        html = NOTES_VIEW.read_bytes()
+        assert info.index.tolist() == ["list_notes"]
+        assert info.loc["list_notes", "sha256"] == hashlib.sha256(html).hexdigest()
+        assert info.loc["list_notes", "connect_domains"] == "" and info.loc["list_notes", "unavailable"] == ""
+        call = demo.call("list_notes", {}, approve=True)  # the PurrA path: the view gets the envelope as a result
+        assert call.view.view is not None and call.view.view.tool_result["isError"] is False
+
+
+@pytest.mark.parametrize(
+    ("package", "tool", "app_only"),
+    [("server-basic-vanillajs", "get-time", False), ("server-system-monitor", "poll-system-stats", True)],
+)
+def test_published_example_servers_views_over_stdio(package: str, tool: str, app_only: bool) -> None:
+    config = pj.ServerConfig(package, command="node", args=[str(MODULES / package / "dist" / "index.js"), "--stdio"],
+                             views=True)  # fmt: skip
+    with pj.connect(config, approval="auto") as session:
+        frame = session.catalog.to_frame()
+        assert bool(frame.loc[tool, "app_only"]) is app_only
+        info = session.app_info()
+        assert (info["unavailable"] == "").all(), info["unavailable"].tolist()
+        assert (info["bytes"] > 10_000).all()
+        if not app_only:
+            call = session.call(tool, {}, raw=True, approve=True)
+            assert call.view.view is not None and call.view.view.size == info.loc[tool, "bytes"]
