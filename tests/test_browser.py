@@ -39,7 +39,7 @@ except ImportError:  # reported by the fixture, so that the rest of the suite st
     sync_playwright = None
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Locator, Page
+    from playwright.sync_api import FrameLocator, Locator, Page
 
 ROOT = Path(__file__).parent.parent
 RAW_SERVER = ROOT / "tests" / "servers" / "raw_server.py"
@@ -460,6 +460,15 @@ def quickstart_cell(starts: str) -> int:
     return index
 
 
+QUICKSTART_NOTE = "written from the quickstart"  # the note the quickstart adds before it shows the notes view
+
+
+def app_view(cell: Locator) -> FrameLocator:
+    """The view's own frame, inside the sandbox proxy of ``cell``'s view output (a tool's own view, MCP Apps)."""
+    proxy = cell.locator('.jp-PurraApp[data-mime-type="application/vnd.purra.app+json"] iframe.jp-PurraApp-frame')
+    return proxy.content_frame.locator("iframe").content_frame
+
+
 def open_notebook(browser: Browser, lab: Lab, path: str, *, ui: str = "lab") -> None:
     """Open ``path`` in JupyterLab (``ui="lab"``) or Notebook 7 (``"notebook"``, served by the same server)
     and wait for its kernel to be idle."""
@@ -507,6 +516,7 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
         "raw": quickstart_cell("%mcp_call demo tiny_image --raw"),
         "bind-writes": quickstart_cell("%mcp_bind demo add_note --write"),
         "destructive": quickstart_cell("to_delete ="),
+        "view": quickstart_cell("notes = %mcp_call demo list_notes"),
     }
     with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
         (lab.root / "quickstart.ipynb").write_text(QUICKSTART.read_text())
@@ -524,6 +534,8 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
             for shown in ("PurrA destructive tool (confirm policy)", "demo/delete_note (revision ", digest,
                           "notes (revision 1)", '"id": "note-1"'):  # fmt: skip
                 expect(destructive).to_contain_text(shown)
+            notes_view = app_view(nth("view"))  # the demo's own view, showing the note added above
+            expect(notes_view.locator("#notes")).to_have_text(f"note-1: {QUICKSTART_NOTE}", timeout=STEP)
             shots = {"status-line": nth("connect"), "catalog": nth("catalog"), "approval-pending": nth("approve"),
                      "batch-pending": nth("batch"), "form": nth("form"), "log": nth("log"),
                      "destructive-pending": nth("destructive")}  # fmt: skip
@@ -598,6 +610,7 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
                 f"effect: {COMMITTED}{EFFECT_NOTES[COMMITTED]}"
             )
             expect(nth("raw").locator(RAW_RESULT)).to_contain_text(RAW_LABEL)
+            expect(app_view(nth("view")).locator("#notes")).to_have_text(f"note-1: {QUICKSTART_NOTE}")
             for name in ("approve", "deny", "batch"):
                 expect(nth(name)).not_to_contain_text(WIDGET_ERROR)
             browser.screenshot("quickstart-06-reloaded-approved", nth("approve"))

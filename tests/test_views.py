@@ -26,6 +26,7 @@ from test_browser import (
     THEME_APPLIED_JS,
     Browser,
     Lab,
+    app_view,
     chromium_page,
     expect,
     jupyter_lab,
@@ -77,7 +78,7 @@ def cell(browser: Browser, name: str) -> Locator:
 
 def view_of(browser: Browser, name: str) -> FrameLocator:
     """The view's own frame, inside the sandbox proxy of the output of cell ``name``."""
-    return cell(browser, name).locator(f"{APP} iframe.jp-PurraApp-frame").content_frame.locator("iframe").content_frame
+    return app_view(cell(browser, name))
 
 
 def set_theme(browser: Browser, dark: bool) -> None:
@@ -209,6 +210,7 @@ def check_the_notes_view(browser: Browser, ui: str) -> None:
 # --- a hostile view --------------------------------------------------------------------------------------------
 
 HOSTILE = ROOT / "tests" / "servers" / "hostile_app_server.py"
+LOG_LINE = "<img src=x onerror=window.__pwned=1> a hostile log line"  # (as the hostile view sends it)
 # Each in a view of its own (cells 2 on), with what shows it was tried: the view's page replaced by the browser's error
 # page (``None``: the policy's frame-src blocked it), or the line the browser logs when its sandbox refuses it.
 NAVIGATIONS = {
@@ -316,6 +318,7 @@ def test_a_hostile_view_reaches_nothing_and_leaves_the_page_unchanged(tmp_path: 
                 assert "mcp_app_refused" in said[name], said[name]
             for name in ("ui-message", "sampling"):
                 assert "-32601" in said[name] and "not supported" in said[name], said[name]
+            check_answered_in_place(chromium, listener, output, said)
             # What the resource declared: shown; the smuggled directive refused; nothing allowed yet.
             domains = output.locator(".jp-PurraApp-domains")
             expect(domains).to_contain_text(f"connectDomains: http://127.0.0.1:{listener.port}")
@@ -341,6 +344,36 @@ def test_a_hostile_view_reaches_nothing_and_leaves_the_page_unchanged(tmp_path: 
                 )
             chromium.report_failure("views-hostile-failure", lab)
             raise
+
+
+KERNEL_PRINT_JS = """
+const future = panel.sessionContext.session.kernel.requestExecute({code: arg});
+let out = '';
+future.onIOPub = message => { if (message.header.msg_type === 'stream') out += message.content.text; };
+await future.done;
+return out;
+"""
+
+
+def kernel_print(browser: Browser, code: str) -> str:
+    """What ``code`` prints, run in the open notebook's kernel (the kit's state as the kernel holds it)."""
+    return str(browser.notebook_js(KERNEL_PRINT_JS, code))
+
+
+def check_answered_in_place(browser: Browser, listener: Listener, output: Locator, said: dict[str, str]) -> None:
+    """``ui/open-link`` is answered and its address shown as text under the view (no link, nothing opened, whatever
+    the scheme); the view's log line is an ``app`` row of the session log, as text."""
+    assert said["open-link"] == said["open-javascript"] == said["log"] == "no error", said
+    links = output.locator(".jp-PurraApp-links")
+    expect(links).to_contain_text(f"http://127.0.0.1:{listener.port}/open-link")
+    expect(links).to_contain_text("javascript:window.top.__pwned=1")
+    assert links.locator("a, [href]").count() == 0
+    wanted = f"hostile's view said (warning): {LOG_LINE}"
+    until(
+        browser,
+        lambda: wanted in kernel_print(browser, "print(*(row.detail for row in bad.log.events('app')), sep='\\n')"),
+        "the view's log line in the session log",
+    )
 
 
 def view_url(output: Locator) -> str:

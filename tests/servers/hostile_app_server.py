@@ -81,11 +81,22 @@ REFUSED_REQUESTS = [
 ]
 
 
+# Requests the kit answers without going anywhere: an address to open (shown as text) and a log line (to the log).
+LOG_LINE = "<img src=x onerror=window.__pwned=1> a hostile log line"
+ANSWERED = [
+    ("open-link", "await rpc('ui/open-link', {url: T + '/open-link'})"),
+    ("open-javascript", "await rpc('ui/open-link', {url: 'javascript:window.top.__pwned=1'})"),
+    ("log", f"window.parent.postMessage({{jsonrpc: '2.0', method: 'notifications/message', "
+            f"params: {{level: 'warning', data: {LOG_LINE!r}}}}}, '*')"),
+]  # fmt: skip
+
+
 def view_html() -> str:
     asks = "\n".join(
-        f"  await attempt({name!r}, async () => {{ await rpc({method!r}, {json.dumps(params)}); }});"
-        for name, method, params in REFUSED_REQUESTS
-    )
+        [f"  await attempt({name!r}, async () => {{ await rpc({method!r}, {json.dumps(params)}); }});"
+         for name, method, params in REFUSED_REQUESTS]
+        + [f"  await attempt({name!r}, async () => {{ {code}; }});" for name, code in ANSWERED]
+    )  # fmt: skip
     steps = "\n".join(f"  await attempt({name!r}, async () => {{ {code}; }});" for name, code in ATTEMPTS)
     navigations = ", ".join(f"{name!r}: () => {{ {code}; }}" for name, code in NAVIGATIONS)
     return f"""<!DOCTYPE html>
