@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 
     from .envelope import Envelope, RawResult
     from .ui.approval import PendingCall
+    from .ui.apps import ViewedCall
     from .ui.forms import SchemaForm
     from .ui.offerings import OfferingForm
     from .ui.status import SessionStatus
@@ -397,39 +398,48 @@ class McpSession(HasTraits):
         )
         return self._decide(batch, approve) if batch.waiting else batch.to_frame()
 
-    def _decide(self, job: Any, approve: bool | None, *, views: bool = True) -> Any:
-        """A call waiting for a person (the approval widget), or settled as the code and the policy say. A call of a
-        tool with a view (views on) is a ``ViewedCall`` either way: it shows its view below its record."""
+    def _decide(self, job: Any, approve: bool | None) -> Any:
+        """What a call gives its caller: the call itself while it has a widget (waiting for a person, or showing
+        its tool's view below its record), else its result."""
+        call = self._call(job, approve, views=True)
+        return call.result if type(call) is Call else call
+
+    def _call(self, job: Any, approve: bool | None, *, views: bool) -> Call:
+        """``job``'s call, waiting for a person (the approval widget) or settled as the code and the policy say. A
+        call of a tool with a view (``views``, and views on) is a ``ViewedCall`` either way."""
         viewed = views and isinstance(job, CallPlan) and self.connection.views and job.tool.app.uri is not None
-        if needs_a_person(approve, self._approval, job.may_write):
-            from .ui.approval import PendingCall  # the widgets load with the first widget (ipywidgets is slow)
-
-            if viewed:
-                from .ui.apps import ViewedCall
-
-                return ViewedCall(job, self._view_host())
-            return PendingCall(job)
+        person = needs_a_person(approve, self._approval, job.may_write)
+        call: Call
+        shown: ViewedCall | None = None
         if viewed:
             from .ui.apps import ViewedCall
 
-            call = ViewedCall(job, self._view_host())
+            call = shown = ViewedCall(job, self._view_host())
+        elif person:
+            from .ui.approval import PendingCall  # the widgets load with the first widget (ipywidgets is slow)
+
+            call = PendingCall(job)
+        else:
+            call = Call(job)
+        if not person:
             decide(call, approve=approve, policy=self._approval)
-            call.view.wait_read(self.connection.config.timeout)
-            return call
-        return decide(Call(job), approve=approve, policy=self._approval)
+            if shown is not None:
+                shown.view.wait_read(self.connection.config.timeout)  # a call approved in code shows its view at once
+        return call
+
+    def _view_call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
+        """A view's own ``tools/call``: planned as a person's call is (a bound tool on the PurrA path, any other raw),
+        under the session's policy, and showing no view of its own. The call itself, so that the view's record
+        holds its decision whoever made it."""
+        raw = self._bindings.binding(tool) is None
+        plan = plan_call(self.connection, self._bindings, tool, arguments, raw=raw, timeout=None)
+        return refusal(plan) or self._call(plan, None, views=False)
 
     def _view_host(self) -> _ViewHost:
         return _ViewHost(self.connection, lambda: self.catalog, self._view_call, self._read_view)
 
     def _read_view(self, uri: str) -> Future[ResourceContents]:
         return self._offered.read_soon(uri, max_bytes=VIEW_READ_BYTES)
-
-    def _view_call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
-        """A view's own ``tools/call``: planned as a person's call is (a bound tool on the PurrA path, any other raw),
-        under the session's policy, and showing no view of its own."""
-        raw = self._bindings.binding(tool) is None
-        plan = plan_call(self.connection, self._bindings, tool, arguments, raw=raw, timeout=None)
-        return refusal(plan) or self._decide(plan, None, views=False)
 
     def form(self, tool: str) -> SchemaForm:
         """An argument form for ``tool``, generated from its input schema; its "Review call" button

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +245,55 @@ def test_published_example_servers_views_over_stdio(package: str, tool: str, app
         if not app_only:
             call = session.call(tool, {}, raw=True, approve=True)
             assert call.view.view is not None and call.view.view.size == info.loc[tool, "bytes"]
+
+
+class FrontendEnd:
+    """The labextension's end of a view's comm, as the kernel sees it: what the kernel sent back, waited on."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.arrived = threading.Condition()
+
+    def send(self, data: dict[str, Any]) -> None:
+        with self.arrived:
+            self.sent.append(data)
+            self.arrived.notify_all()
+
+    def answer(self, request_id: int, seconds: float = 30.0) -> dict[str, Any]:
+        """The answer to ``request_id`` (30 s: a guard against a hang, not a measure)."""
+        with self.arrived:
+            assert self.arrived.wait_for(lambda: any(m.get("id") == request_id for m in self.sent), seconds), self.sent
+            return next(m for m in self.sent if m.get("id") == request_id)
+
+
+def test_under_auto_a_views_read_is_answered_and_its_write_waits_for_a_person() -> None:
+    """The view's requests reach the session as a person's calls do: ``auto`` approves its read (the answer is the
+    result), a write (add_note, which its server hints writes) waits for its own approval, whose deny reaches the
+    view as an error; a read of a resource that is not ui:// is refused; its log lines are app rows."""
+    with pj.connect(demo_in_memory().with_views(True), approval="auto") as demo:
+        call = demo.call("list_notes", {})
+        assert isinstance(call, ViewedCall) and call.state == "done" and call.view.view is not None
+        end = FrontendEnd()
+
+        def ask(request_id: int, method: str, params: dict[str, Any]) -> None:
+            call.view.receive(end, {"type": "request", "id": request_id, "method": method, "params": params})
+
+        ask(1, "tools/call", {"name": "list_notes", "arguments": {}})
+        assert end.answer(1)["result"]["isError"] is False
+        ask(2, "tools/call", {"name": "add_note", "arguments": {"text": "from the view"}})
+        [pending] = call.view.pending
+        assert pending.state == "pending" and not any(m.get("id") == 2 for m in end.sent)
+        pending.deny()
+        assert end.answer(2)["error"]["message"].startswith("denied")
+        assert not call.view.pending
+        assert [(d["tool"], d["state"]) for d in call.view.decisions] == [
+            ("list_notes", "approved"),
+            ("add_note", "denied"),
+        ]
+        ask(3, "resources/read", {"uri": "demo://documents/doc-1"})
+        assert end.answer(3)["error"]["message"].startswith(f"{APP_REFUSED}: ")
+        ask(4, "resources/read", {"uri": "ui://demo/notes.html"})
+        assert end.answer(4)["result"]["contents"][0]["mimeType"] == VIEW_MIME
+        call.view.receive(end, {"type": "log", "params": {"level": "warning", "data": SCRIPT}})
+        assert demo.log.events(EVENT_APP)[-1].detail == f"list_notes's view said (warning): {SCRIPT}"
+        assert demo.call("list_notes", {}, approve=True).result.structured == {"notes": []}  # nothing was added
