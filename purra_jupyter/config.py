@@ -379,6 +379,64 @@ _ENTRY_FIELDS = {"command", "args", "env", "cwd", "url", "headers", "timeout"}
 _HTTP_TYPES = {"http", "streamable-http", "streamableHttp"}
 
 
+@dataclass(frozen=True)
+class ServerOptions:
+    """What a command line (``%mcp_connect``, ``purra-jupyter check``) says of one server, as its words: a command,
+    a ``--url`` or a ``--config`` file's entry ``name``; ``headers`` and ``env`` as ``K=V`` items."""
+
+    name: str
+    command: Sequence[str] = ()
+    url: str | None = None
+    headers: Sequence[str] = ()
+    env: Sequence[str] = ()
+    cwd: str | None = None
+    config_file: str | None = None
+    timeout: float | None = None
+    oauth: bool = False
+    scopes: Sequence[str] = ()
+    client_id: str | None = None
+
+    def to_config(self, *, default_timeout: float) -> ServerConfig:
+        """The server these words describe; ``default_timeout`` applies where neither ``timeout`` nor the file's
+        entry gives one. Every mistake is ``mcp_config_invalid``, in the command line's words."""
+        timeout = self.timeout if self.timeout is not None else default_timeout
+        if self.config_file:
+            if self.command or self.url:
+                raise _invalid("--config takes the server from the file; give no command.")
+            servers = load_servers(self.config_file, default_timeout=default_timeout)
+            if self.name not in servers:
+                listed = ", ".join(servers) or "none"
+                raise _invalid(f"{self.config_file} has no server '{self.name}'; it has: {listed}.")
+            config = servers[self.name]
+            return config if self.timeout is None else config.with_timeout(self.timeout)
+        if not self.oauth and (self.scopes or self.client_id):
+            raise _invalid("--scope and --client-id go with --oauth.")
+        common: dict[str, Any] = {"env": _pairs(self.env, "--env"), "cwd": self.cwd,
+                                  "headers": _pairs(self.headers, "--header"), "timeout": timeout}  # fmt: skip
+        if self.url:
+            if self.command:
+                raise _invalid("Give either --url or a command after --, not both.")
+            oauth = OAuth(scopes=list(self.scopes) or None, client_id=self.client_id) if self.oauth else None
+            return ServerConfig(self.name, url=self.url, oauth=oauth, **common)
+        if self.oauth:
+            raise _invalid("--oauth is for a server reached with --url.")
+        if not self.command:
+            raise _invalid("Give the server: a command after -- (COMMAND [ARGS...]), --url URL or --config FILE.")
+        return ServerConfig(self.name, command=self.command[0], args=list(self.command[1:]), **common)
+
+
+def _pairs(items: Sequence[str], option: str) -> dict[str, str] | None:
+    if not items:
+        return None
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise _invalid(f"{option} takes KEY=VALUE (got an item without '=').")
+        pairs[key] = value
+    return pairs
+
+
 def load_servers(path: str | Path, *, default_timeout: float = 30.0) -> dict[str, ServerConfig]:
     """Read ``{"mcpServers": {...}}`` (Claude Desktop, Cursor) or VS Code's ``{"servers": {...}}``.
 

@@ -31,7 +31,7 @@ from traitlets.config import Configurable
 from . import runner
 from .bindings import allow_any_scope
 from .catalog import check_digest
-from .config import OAuth, ServerConfig, load_servers
+from .config import ServerConfig, ServerOptions
 from .errors import KEPT_APART, McpSessionError
 from .markup import join, pre, tag
 from .offerings import template_variables
@@ -124,18 +124,6 @@ def _connecting_line(config: ServerConfig) -> Iterator[None]:
             ticker.result(timeout=2 * TICK_SECONDS + 1)
 
 
-def _pairs(items: list[str] | None, option: str) -> dict[str, str] | None:
-    if not items:
-        return None
-    pairs = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"{CONFIG_INVALID}: {option} takes KEY=VALUE (got an item without '=').")
-        pairs[key] = value
-    return pairs
-
-
 def parse_json_arguments(text: str) -> dict[str, Any]:
     """Tool arguments from JSON text (an object); a mistake names its line and column."""
     if not text.strip():
@@ -193,50 +181,12 @@ def parse(magic: object, line: str | list[str]) -> argparse.Namespace | MagicHel
 def _config(args: argparse.Namespace, command: list[str], *, default_timeout: float) -> ServerConfig:
     """The server ``%mcp_connect``'s options describe: a --config entry, a --url or the command after ``--``;
     ``default_timeout`` (``McpMagics.timeout``) applies where neither --timeout nor the entry gives one."""
-    timeout = args.timeout if args.timeout is not None else default_timeout
-    if args.config:
-        if command or args.url:
-            raise McpSessionError(CONFIG_INVALID, "--config takes the server from the file; give no command.")
-        return _config_from_file(args, default_timeout=default_timeout)
-    if not args.oauth and (args.scope or args.client_id):
-        raise McpSessionError(CONFIG_INVALID, "--scope and --client-id go with --oauth.")
-    if args.url:
-        if command:
-            raise McpSessionError(CONFIG_INVALID, "Give either --url or a command after --, not both.")
-        return ServerConfig(
-            args.name,
-            url=args.url,
-            headers=_pairs(args.header, "--header"),
-            env=_pairs(args.env, "--env"),
-            cwd=args.cwd,
-            timeout=timeout,
-            oauth=OAuth(scopes=args.scope, client_id=args.client_id) if args.oauth else None,
-        )
-    if args.oauth:
-        raise McpSessionError(CONFIG_INVALID, "--oauth is for a server reached with --url.")
-    if not command:
-        raise McpSessionError(
-            CONFIG_INVALID, "Give the server: %mcp_connect NAME -- COMMAND [ARGS...], --url URL or --config FILE."
-        )
-    return ServerConfig(
-        args.name,
-        command=command[0],
-        args=command[1:],
-        env=_pairs(args.env, "--env"),
-        cwd=args.cwd,
-        headers=_pairs(args.header, "--header"),
-        timeout=timeout,
-    )
-
-
-def _config_from_file(args: argparse.Namespace, *, default_timeout: float) -> ServerConfig:
-    """The file's entry; its timeout is ``--timeout`` if given, else the entry's own, else ``default_timeout``."""
-    servers = load_servers(args.config, default_timeout=default_timeout)
-    if args.name not in servers:
-        listed = ", ".join(servers) or "none"
-        raise McpSessionError(CONFIG_INVALID, f"{args.config} has no server '{args.name}'; it has: {listed}.")
-    config = servers[args.name]
-    return config if args.timeout is None else config.with_timeout(args.timeout)
+    options = ServerOptions(
+        args.name, command=command, url=args.url, headers=args.header or (), env=args.env or (), cwd=args.cwd,
+        config_file=args.config, timeout=args.timeout, oauth=args.oauth, scopes=args.scope or (),
+        client_id=args.client_id,
+    )  # fmt: skip
+    return options.to_config(default_timeout=default_timeout)
 
 
 def _reuse(session: McpSession, config: ServerConfig, approval: str, expect_digest: str | None) -> str:

@@ -35,6 +35,7 @@ LAYERS = [
     ("evaluate",),
     ("ui",),
     ("session",),
+    ("cli",),
     ("magics",),
     ("__init__",),
 ]
