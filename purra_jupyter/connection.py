@@ -39,6 +39,7 @@ from .sdk_errors import DISCOVER, DISCOVER_KEYS, MODERN_ERA, MODERN_ONLY_CODES, 
 from .session_log import DETAIL_CHARS, LogEntry, SessionLog
 from .stdio_transport import EXIT_SECONDS, LineTooLong, StderrTail
 from .tracking import WAITING, CancelToken, Deadline, RequestTracker
+from .transcript import RECEIVED, SENT, Transcript
 from .transport import RequestId, Transport, TransportContext
 from .wire import (
     CLOSED,
@@ -88,16 +89,22 @@ class _WatchedStream(ObjectReceiveStream[Any]):
     """The transport's read stream, as ``ClientSession`` reads it, noticing the moment the server's
     stream ends (a server that exits), so the session fails at once instead of at the next timeout."""
 
-    def __init__(self, inner: ObjectReceiveStream[Any], on_end: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self, inner: ObjectReceiveStream[Any], on_end: Callable[[], Awaitable[None]], tap: Callable[[Any], None] | None
+    ) -> None:
         self._inner = inner
         self._on_end = on_end
+        self._tap = tap
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except anyio.EndOfStream:
             await self._on_end()
             raise
+        if self._tap is not None:
+            self._tap(item)
+        return item
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -107,9 +114,15 @@ class _RecordingStream(ObjectSendStream[Any]):
     """The transport's write stream, noting each JSON-RPC request (id and method) for the kit's wait that
     sent it, so that wait can cancel exactly its own requests."""
 
-    def __init__(self, inner: ObjectSendStream[Any], on_request: Callable[[RequestId, str], None]) -> None:
+    def __init__(
+        self,
+        inner: ObjectSendStream[Any],
+        on_request: Callable[[RequestId, str], None],
+        tap: Callable[[Any], None] | None,
+    ) -> None:
         self._inner = inner
         self._on_request = on_request
+        self._tap = tap
 
     async def send(self, item: Any) -> None:
         from mcp import types
@@ -117,6 +130,8 @@ class _RecordingStream(ObjectSendStream[Any]):
         root = item.message.root
         if isinstance(root, types.JSONRPCRequest):
             self._on_request(root.id, root.method)  # before sending: a cancelled send may still have gone out
+        if self._tap is not None:
+            self._tap(item)
         await self._inner.send(item)
 
     async def aclose(self) -> None:
@@ -288,9 +303,12 @@ class Connection(HasTraits):
 
     state = Enum(STATES, default_value=CONNECTING, help="connecting | ready | stale | closed | failed")
 
-    def __init__(self, config: ServerConfig, transport: Transport, *, limits: McpToolLimits | None = None) -> None:
-        """``limits``: purra-mcp's ``McpToolLimits`` (by default PurrA's, with the config's timeout). Nothing of the
-        SDK is imported before ``open``, which starts a stdio server's process first."""
+    def __init__(
+        self, config: ServerConfig, transport: Transport, *, limits: McpToolLimits | None = None, record: bool = False
+    ) -> None:
+        """``limits``: purra-mcp's ``McpToolLimits`` (by default PurrA's, with the config's timeout). ``record``: keep
+        a ``transcript`` of every message. Nothing of the SDK is imported before ``open``, which starts a stdio
+        server's process first."""
         super().__init__()
         self.config = config
         self.link = transport
@@ -298,6 +316,7 @@ class Connection(HasTraits):
         self.scrub = Scrubber(config.secrets)
         self.log = SessionLog(self.scrub)
         self.errors = ErrorSeam(config, transport.kind, self.scrub, lambda: transport.stderr)
+        self.transcript = Transcript(config.name, transport.kind, config.target, self.scrub) if record else None
         self.requests = RequestTracker(
             config.name, self.log, self.scrub, drop=transport.drop, hint=self.errors.hint, notice_seconds=config.timeout
         )
@@ -314,6 +333,19 @@ class Connection(HasTraits):
     @property
     def name(self) -> str:
         return self.config.name
+
+    def _tap(self, direction: str) -> Callable[[Any], None] | None:
+        """What records each message crossing the transport one way (``None``: no transcript)."""
+        transcript = self.transcript
+        if transcript is None:
+            return None
+
+        def record(item: Any) -> None:
+            message = getattr(item, "message", None)  # (an exception read in place of a message is not one)
+            if message is not None:
+                transcript.record(direction, message.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+        return record
 
     @property
     def views(self) -> bool:
@@ -395,8 +427,8 @@ class Connection(HasTraits):
             read, write = await stack.enter_async_context(self.link.open(self._context()))  # a server starts first
             self._monitor, self._limits = await load_client(self.config, self._limits, deadline, started)
             session_class = client_session_class(self.extensions)
-            watched = _WatchedStream(read, self._stream_ended)
-            recording = _RecordingStream(write, self.requests.sent)
+            watched = _WatchedStream(read, self._stream_ended, self._tap(RECEIVED))
+            recording = _RecordingStream(write, self.requests.sent, self._tap(SENT))
             # (ClientSession reads and writes any anyio object stream; its annotation names the memory streams)
             client = await stack.enter_async_context(
                 session_class(cast(Any, watched), cast(Any, recording), message_handler=self._on_message)

@@ -347,6 +347,7 @@ class McpMagics(Magics, Configurable):
     @argument("--approval", choices=APPROVAL_POLICIES, help="approval policy (default: McpMagics.approval)")
     @argument("--expect-digest", metavar="HEX", help="fail with mcp_digest_mismatch if the catalog changed")
     @argument("--replace", action="store_true", help="close an open session of that name first, then connect")
+    @argument("--record", action="store_true", help="keep a transcript of every message (session.transcript)")
     def mcp_connect(self, line: str) -> McpSession | MagicHelp:
         """Open a monitored MCP session that lives across cells.
 
@@ -385,7 +386,7 @@ class McpMagics(Magics, Configurable):
                 if session is not None:
                     session.close("replaced with %mcp_connect --replace")
                 with _connecting_line(config):
-                    session = connect(config, approval=approval, expect_digest=args.expect_digest)
+                    session = connect(config, approval=approval, expect_digest=args.expect_digest, record=args.record)
         display(session.status_widget())
         if session.instructions:
             _show_server_words(INSTRUCTIONS_LABEL, session.instructions)

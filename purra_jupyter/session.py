@@ -35,6 +35,7 @@ from .markup import key_value_table
 from .memory_transport import MemoryTransport
 from .offerings import PROMPTS, RESOURCES, TEMPLATES, Offered, Offerings, PromptMessages, ResourceContents
 from .stdio_transport import StdioTransport
+from .transcript import Transcript
 from .transport import Transport
 from .wire import (
     APPROVAL_POLICIES,
@@ -110,6 +111,18 @@ class McpSession(HasTraits):
     @property
     def log(self) -> SessionLog:
         return self.connection.log
+
+    @property
+    def transcript(self) -> Transcript:
+        """Every JSON-RPC message of this session, sent and received, as recorded (``transcript.save(path)`` writes
+        it as JSON Lines); a session records only when connected with ``record=True``."""
+        transcript = self.connection.transcript
+        if transcript is None:
+            raise McpSessionError(
+                CONFIG_INVALID,
+                f"Session '{self.name}' keeps no transcript: connect with record=True (%mcp_connect --record).",
+            )
+        return transcript
 
     @property
     def stderr(self) -> str:
@@ -595,6 +608,7 @@ def connect(
     approval: str = "prompt",
     limits: McpToolLimits | None = None,
     expect_digest: str | None = None,
+    record: bool = False,
 ) -> McpSession:
     """Open a monitored session: start or reach the server, initialize, check the protocol, list the
     tools with their verdicts. All of it ends within ``config.timeout`` seconds in all (``mcp_timeout``
@@ -603,7 +617,8 @@ def connect(
     ``approval`` is the policy for tool calls: ``prompt`` (default), ``auto`` (every call of this
     session is approved; logged) or ``deny``. ``limits`` (purra-mcp's ``McpToolLimits``) may be lower
     than PurrA's defaults; its ``timeout_ms`` defaults to the config's timeout. ``expect_digest`` pins
-    the catalog: connecting fails with ``mcp_digest_mismatch`` if the server's tools changed.
+    the catalog: connecting fails with ``mcp_digest_mismatch`` if the server's tools changed. ``record`` keeps the
+    session's ``transcript``: every JSON-RPC message sent and received, from ``initialize`` on.
     """
     if not isinstance(config, ServerConfig):
         raise McpSessionError(CONFIG_INVALID, "connect() takes a ServerConfig (see pj.ServerConfig, pj.load_servers).")
@@ -616,7 +631,9 @@ def connect(
     if expect_digest is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", str(expect_digest)):
         raise McpSessionError(CONFIG_INVALID, "expect_digest must be a 64-digit hex digest (Catalog.digest).")
     config = with_views_decided(config)
-    connection = Connection(config, transport_for(config), limits=limits)
+    if not isinstance(record, bool):
+        raise McpSessionError(CONFIG_INVALID, "record must be True or False.")
+    connection = Connection(config, transport_for(config), limits=limits, record=record)
     with registry.reserving(config.name):
         deadline = Deadline(config.timeout, "connecting")
         connection.open(deadline)

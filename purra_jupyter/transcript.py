@@ -1,0 +1,175 @@
+"""A session's transcript: every JSON-RPC message it sent and received, in order, timed, scrubbed and bounded.
+
+Saved as JSON Lines (``Transcript.save``), format ``purra-jupyter.transcript/1``:
+
+- line 1, the header: ``{"format": "purra-jupyter.transcript/1", "server": NAME, "transport": "stdio" | "http" |
+  "memory", "target": the command line or the redacted URL, "started": an ISO 8601 time (UTC), "messages": N,
+  "dropped": D}``; ``dropped`` counts the messages past the bounds, which are not in the file;
+- each further line, one message: ``{"t_ms": milliseconds since "started", "dir": "sent" | "received", "message":
+  the JSON-RPC message as it crossed the transport}``.
+
+Every header and env value of the server's config (and every token the authorization flow obtained) is ``***`` in
+the file, as everywhere the kit shows server text (so a request that carried a secret is kept with ``***`` in its
+place). ``python -m purra_jupyter.mock FILE`` serves a transcript back as
+a stdio MCP server.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import McpSessionError
+from .wire import CONFIG_INVALID
+
+FORMAT = "purra-jupyter.transcript/1"
+SENT, RECEIVED = "sent", "received"
+MAX_MESSAGES = 100_000  # of one transcript: past either bound, messages are counted as dropped, not kept
+MAX_BYTES = 64 << 20  # of JSON text, all messages together
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptMessage:
+    """One JSON-RPC message: when (``t_ms`` after the transcript started), which way, and the message itself."""
+
+    t_ms: float
+    direction: str
+    message: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t_ms": self.t_ms, "dir": self.direction, "message": self.message}
+
+
+class Transcript:
+    """The messages of one session as it records them (from any thread: the loop's, mostly)."""
+
+    def __init__(
+        self,
+        server: str,
+        transport: str,
+        target: str,
+        scrub: Callable[[str], str],
+        *,
+        max_messages: int = MAX_MESSAGES,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:
+        self.header: dict[str, Any] = {"format": FORMAT, "server": server, "transport": transport,
+                                       "target": scrub(target), "started": datetime.now(UTC).isoformat()}  # fmt: skip
+        self._scrub = scrub
+        self._started = time.perf_counter()
+        self._messages: list[TranscriptMessage] = []
+        self._bytes = 0
+        self._max_messages = max_messages
+        self._max_bytes = max_bytes
+        self.dropped = 0
+        self._lock = threading.Lock()
+
+    def record(self, direction: str, message: Mapping[str, Any]) -> None:
+        """Keep ``message`` (scrubbed), unless the transcript is full: then count it as dropped."""
+        t_ms = round((time.perf_counter() - self._started) * 1000, 3)
+        text = self._scrub(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+        with self._lock:
+            if len(self._messages) >= self._max_messages or self._bytes + len(text) > self._max_bytes:
+                self.dropped += 1
+                return
+            self._bytes += len(text)
+            self._messages.append(TranscriptMessage(t_ms, direction, json.loads(text)))
+
+    @property
+    def messages(self) -> list[TranscriptMessage]:
+        with self._lock:
+            return list(self._messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the transcript to ``path`` as JSON Lines (see the module's docstring); the path written."""
+        messages = self.messages
+        header = {**self.header, "messages": len(messages), "dropped": self.dropped}
+        lines = [header, *(message.to_json() for message in messages)]
+        target = Path(path)
+        target.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+        return target
+
+    def __repr__(self) -> str:
+        dropped = f", {self.dropped} dropped past its bounds" if self.dropped else ""
+        return f"<Transcript of {self.header['server']}: {len(self)} messages{dropped}>"
+
+
+@dataclass(frozen=True)
+class SavedTranscript:
+    """A transcript read back from its file."""
+
+    header: Mapping[str, Any]
+    messages: tuple[TranscriptMessage, ...]
+
+    def exchanges(self, method: str) -> list[Exchange]:
+        """Each request of ``method`` the session sent, with the response it received (``None``: none came)."""
+        responses = {_key(m.message["id"]): m for m in self.messages
+                     if m.direction == RECEIVED and "id" in m.message and "method" not in m.message}  # fmt: skip
+        return [
+            Exchange(request, responses.get(_key(request.message["id"])))
+            for request in self.messages
+            if request.direction == SENT and request.message.get("method") == method and "id" in request.message
+        ]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request and its response, as recorded."""
+
+    request: TranscriptMessage
+    response: TranscriptMessage | None
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        params = self.request.message.get("params")
+        return params if isinstance(params, Mapping) else {}
+
+    @property
+    def elapsed_ms(self) -> float | None:
+        return None if self.response is None else round(self.response.t_ms - self.request.t_ms, 3)
+
+
+def _key(request_id: Any) -> str:
+    return json.dumps(request_id)
+
+
+def load(path: str | Path) -> SavedTranscript:
+    """Read a transcript file; ``mcp_config_invalid`` (with the line) if it is not one."""
+    where = Path(path)
+    try:
+        lines = where.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.__class__.__name__
+        raise McpSessionError(CONFIG_INVALID, f"Cannot read the transcript {where}: {why}.") from None
+    parsed = list(_parsed(where, lines))
+    if not parsed or not isinstance(parsed[0], dict) or parsed[0].get("format") != FORMAT:
+        raise McpSessionError(CONFIG_INVALID, f"{where} is not a transcript: its first line must name {FORMAT}.")
+    messages = []
+    for number, line in enumerate(parsed[1:], start=2):
+        if not (isinstance(line, dict) and line.get("dir") in (SENT, RECEIVED) and isinstance(line.get("message"), dict)
+                and isinstance(line.get("t_ms"), int | float)):  # fmt: skip
+            raise McpSessionError(CONFIG_INVALID, f"{where}, line {number}: not a transcript message.")
+        messages.append(TranscriptMessage(float(line["t_ms"]), line["dir"], line["message"]))
+    return SavedTranscript(parsed[0], tuple(messages))
+
+
+def _parsed(where: Path, lines: Iterable[str]) -> Iterable[Any]:
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise McpSessionError(CONFIG_INVALID, f"{where}, line {number}: not JSON ({exc.msg}).") from None
+
+
+__all__ = ["FORMAT", "Exchange", "SavedTranscript", "Transcript", "TranscriptMessage", "load"]
