@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -26,11 +27,20 @@ from . import calls, runner
 from .activity import Activity
 from .bindings import Bindings, WriteTerms
 from .calls import CallPlan, Result
+from .checkpoint import Checkpoint, row_keys
 from .connection import CancelToken, Connection
 from .envelope import RawResult
 from .errors import McpSessionError
 from .markup import key_value_table, tag
-from .wire import CATALOG_STALE, CONFIG_INVALID, EVENT_APPROVAL, HOST_ERROR, INTERRUPTED, NOT_CONCURRENCY_SAFE, STALE
+from .wire import (
+    CATALOG_STALE,
+    CONFIG_INVALID,
+    EVENT_APPROVAL,
+    HOST_ERROR,
+    INTERRUPTED,
+    NOT_CONCURRENCY_SAFE,
+    STALE,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,6 +69,8 @@ class EvaluationSummary:
     concurrency: int
     passed: int | None = None
     failed: int | None = None
+    resumed: int = 0  # rows a checkpoint held already: counted, not sent again
+    checkpoint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,6 +84,8 @@ class EvaluationSummary:
         ]
         if self.passed is not None:
             lines.append(("check", f"{self.passed} passed, {self.failed} failed"))
+        if self.checkpoint is not None:
+            lines.append(("checkpoint", f"{self.checkpoint}: {self.resumed} rows done before, not sent again"))
         return lines
 
     def __repr__(self) -> str:
@@ -107,6 +121,7 @@ class Batch(HasTraits):
         timeout: float | None,
         concurrency: int,
         check: Check | None,
+        checkpoint: Checkpoint | None = None,
     ) -> None:
         super().__init__()
         self.frame, arguments = input_rows(rows)
@@ -124,10 +139,26 @@ class Batch(HasTraits):
         if concurrency > 1:
             _check_concurrency_safe(bindings, self.remote, concurrency)
         self.plans, self.results = _plan_rows(probe, arguments)
+        self._ran: set[int] = set()
+        self.resumed = 0  # rows the checkpoint held: done before, not sent again
+        self.checkpoint = checkpoint
+        self.keys = self._resume(bindings.catalog.digest) if checkpoint is not None else []
         self.to_send = self.waiting  # what an approval covers
         self.progress_total = len(self.to_send)
-        self._ran: set[int] = set()
         self._started = time.perf_counter()
+
+    def _resume(self, catalog_digest: str) -> list[str]:
+        """Each row's checkpoint key; rows the checkpoint holds are settled with their recorded results."""
+        assert self.checkpoint is not None
+        digests = [calls.arguments_digest(plan.arguments) for plan in self.plans]
+        keys = row_keys(self.remote, self.raw, digests, catalog_digest)
+        for row, key in enumerate(keys):
+            done = self.checkpoint.done.get(key)
+            if self.results[row] is None and done is not None:
+                self.results[row] = done
+                self._ran.add(row)
+                self.resumed += 1
+        return keys
 
     # --- the face a decision needs ---------------------------------------------------------------
 
@@ -176,20 +207,27 @@ class Batch(HasTraits):
     @property
     def detail_rows(self) -> tuple[tuple[str, str], ...]:
         to_send = set(self.to_send)
-        refused = [(row, result) for row, result in enumerate(self.results) if row not in to_send and result]
+        refused = [(row, result) for row, result in enumerate(self.results)
+                   if row not in to_send and row not in self._ran and result]  # fmt: skip
         calls_line = f"{len(self.to_send)} calls, at most {self.concurrency} at once"
         if refused:
             calls_line += f"; {len(refused)} rows refused before approval, never sent:"
         labels = list(self.frame.index)
         rows = [(f"refused row {labels[row]}", f"{result.error_code}: {result.message}") for row, result in refused]
-        return (("batch", calls_line), *self.probe.detail_rows, *rows[:PREVIEW_ROWS])
+        resumed = [("checkpoint", self._resumed_words())] if self.checkpoint is not None else []
+        return (("batch", calls_line), *resumed, *self.probe.detail_rows, *rows[:PREVIEW_ROWS])
+
+    def _resumed_words(self) -> str:
+        assert self.checkpoint is not None
+        return f"{self.checkpoint.path}: {self.resumed} rows done before, not sent again"
 
     def digest(self) -> str:
         return calls.arguments_digest([self.plans[row].arguments for row in self.to_send])
 
     def approved(self, how: str, digest: str) -> None:
         declaration = f"; declares: {self.declaration}" if self.declaration else ""
-        self._log(f"{how}: {len(self.to_send)} rows, args {digest[:12]}{declaration}")
+        resumed = f"; {self._resumed_words()}" if self.checkpoint is not None else ""
+        self._log(f"{how}: {len(self.to_send)} rows, args {digest[:12]}{declaration}{resumed}")
 
     def refused(self, how: str) -> pd.DataFrame:
         self._log(f"denied ({how})")
@@ -233,7 +271,17 @@ class Batch(HasTraits):
                 self._ran.add(row)
                 self.sent += 1
                 result = await calls.send(plan, cancel)
+                self._keep(row, result)
         self._settle(row, result)
+
+    def _keep(self, row: int, result: Result) -> None:
+        """A row that ran, in the checkpoint (unless it was stopped: it runs again on a rerun)."""
+        if self.checkpoint is None or result.error_code == INTERRUPTED:
+            return
+        try:
+            self.checkpoint.append(self.keys[row], result)
+        except OSError as error:
+            self._log(f"checkpoint {self.checkpoint.path}: row {row} not written ({error.__class__.__name__})")
 
     def _settle(self, row: int, result: Result) -> None:
         """The one place a row ends."""
@@ -309,6 +357,8 @@ class Batch(HasTraits):
             concurrency=self.concurrency,
             passed=None if passed is None else sum(passed),
             failed=None if passed is None else len(passed) - sum(passed),
+            resumed=self.resumed,
+            checkpoint=None if self.checkpoint is None else str(self.checkpoint.path),
         )
 
 
@@ -322,6 +372,7 @@ def prepare(
     timeout: float | None = None,
     check: Check | None = None,
     raw: bool = False,
+    checkpoint: str | Path | None = None,
 ) -> Batch:
     """The batch for ``tool`` over ``rows``, checked and planned, nothing sent; see ``McpSession.evaluate``."""
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -330,7 +381,9 @@ def prepare(
         raise McpSessionError(
             CONFIG_INVALID, "check must be a callable taking a result and returning bool or a message."
         )
-    return Batch(connection, bindings, tool, rows, raw=raw, timeout=timeout, concurrency=concurrency, check=check)
+    kept = Checkpoint(checkpoint) if checkpoint is not None else None
+    return Batch(connection, bindings, tool, rows, raw=raw, timeout=timeout, concurrency=concurrency, check=check,
+                 checkpoint=kept)  # fmt: skip
 
 
 def input_rows(rows: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:

@@ -560,12 +560,14 @@ class McpMagics(Magics, Configurable):
     @argument("--raw", action="store_true", help="raw MCP calls, for tools outside the PurrA profile")
     @argument("--yes", action="store_true", help="approve the batch in code (logged as such)")
     @argument("--timeout", type=float, help="seconds for each call (at most 300)")
+    @argument("--checkpoint", metavar="FILE", help="keep each row as it settles; a rerun sends only the rest")
     def mcp_evaluate(self, line: str) -> pd.DataFrame | PendingCall | MagicHelp:
         """Call a tool once per row, behind one approval for the batch; returns a DataFrame.
 
         Usage::
 
             %mcp_evaluate NAME TOOL --rows VARIABLE [--concurrency N] [--check VARIABLE] [--raw] [--yes]
+                                                    [--checkpoint FILE]
         """
         import pandas as pd
 
@@ -578,7 +580,7 @@ class McpMagics(Magics, Configurable):
         with _one_line_errors():
             return registry.get(args.name).evaluate(
                 args.tool, rows, approve=True if args.yes else None, concurrency=args.concurrency,
-                timeout=args.timeout, check=check, raw=args.raw,
+                timeout=args.timeout, check=check, raw=args.raw, checkpoint=args.checkpoint,
             )  # fmt: skip
 
     @line_magic

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from traitlets import Enum, HasTraits, Int, dlink
@@ -394,6 +395,7 @@ class McpSession(HasTraits):
         timeout: float | None = None,
         check: Callable[[Any], object] | None = None,
         raw: bool = False,
+        checkpoint: str | Path | None = None,
     ) -> pd.DataFrame | PendingCall:
         """Call ``tool`` once per row of ``rows`` (a DataFrame, or a list of argument dicts) and return
         a DataFrame: the input columns, then ``ok, error_code, text, structured, elapsed_ms, message``,
@@ -404,11 +406,16 @@ class McpSession(HasTraits):
         are refused before anything is sent; one approval covers the rest (``prompt`` returns a
         ``PendingCall`` whose ``result`` becomes the DataFrame). ``concurrency`` > 1 (at most 64) needs
         a binding declared ``concurrency_safe``. A kernel interrupt stops the batch: finished rows keep
-        their results, the others get ``mcp_interrupted``."""
+        their results, the others get ``mcp_interrupted``.
+
+        ``checkpoint`` (a file path) keeps each row that ran as it settles; a rerun with the same path takes the rows
+        done before from it (the same tool, arguments and catalog) and sends only the rest, saying how many it took
+        (``summary.resumed``): a kernel interrupt, restart or crash loses at most the rows in flight."""
         check_approve(approve)
         batch = prepare(
-            self.connection, self._bindings, tool, rows, concurrency=concurrency, timeout=timeout, check=check, raw=raw
-        )
+            self.connection, self._bindings, tool, rows, concurrency=concurrency, timeout=timeout, check=check, raw=raw,
+            checkpoint=checkpoint,
+        )  # fmt: skip
         return self._decide(batch, approve) if batch.waiting else batch.to_frame()
 
     def _decide(self, job: Any, approve: bool | None) -> Any:

@@ -32,6 +32,7 @@ LAYERS = [
     ("offerings",),
     ("apps",),
     ("calls",),
+    ("checkpoint",),
     ("evaluate",),
     ("ui",),
     ("session",),
