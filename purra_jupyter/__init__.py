@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .bindings import allow_any_scope
     from .config import OAuth, ServerConfig, load_servers
     from .errors import McpSessionError
-    from .session import McpSession, connect, sessions
+    from .session import McpSession, connect, replay, sessions
 
 # Each public name and the module that defines it.
 _PUBLIC = {
@@ -27,6 +27,7 @@ _PUBLIC = {
     "allow_any_scope": "bindings",
     "connect": "session",
     "load_servers": "config",
+    "replay": "session",
     "sessions": "session",
 }
 
@@ -71,5 +72,6 @@ __all__ = [
     "allow_any_scope",
     "connect",
     "load_servers",
+    "replay",
     "sessions",
 ]

@@ -500,7 +500,8 @@ class Decision:
 
 
 class Job(Protocol):
-    """What a ``Call`` decides on, runs and shows: a ``CallPlan``, or a batch of them (``evaluate.Batch``)."""
+    """What a ``Call`` decides on, runs and shows: a ``CallPlan``, or rows of them (``evaluate.Rows``: a batch or a
+    replay)."""
 
     question: str
 

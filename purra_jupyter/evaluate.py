@@ -99,15 +99,161 @@ class EvaluationSummary:
         return {"text/plain": repr(self), "text/html": str(html)}
 
 
-class Batch(HasTraits):
-    """The rows of one evaluation: their plans, and their results as they settle.
-
-    It offers the face of a ``CallPlan`` that ``calls.Call`` decides on, so one decision (and one approval
-    widget) covers every row it will send; each row is sent by ``calls.send`` like any other call."""
+class Rows(HasTraits):
+    """Calls sent under one decision: their plans, and their results as they settle. What an evaluation (``Batch``)
+    and a replay share: each row is sent by ``calls.send`` like any other call, at most ``concurrency`` at once, and
+    ends in ``_settle``. A subclass offers the rest of the face of a ``CallPlan`` that ``calls.Call`` decides on, so
+    one decision (and one approval widget) covers every row it will send, and calls ``_ready`` once its rows that
+    need no sending are settled."""
 
     sent = Int(0, help="rows of the approved batch sent so far")
     finished = Int(0, help="rows of the approved batch settled so far (rows refused before approval never count)")
     failed = Int(0, help="of those, rows that ended with an error code")
+    kind = "evaluate"  # its word in the session log
+
+    def __init__(
+        self, connection: Connection, plans: list[CallPlan], results: list[Result | None], *, concurrency: int
+    ) -> None:
+        super().__init__()
+        self.connection = connection
+        self.revision = connection.revision
+        self.concurrency = concurrency
+        self.plans = plans
+        self.results = results
+        self._ran: set[int] = set()
+        self.to_send: list[int] = []
+        self.progress_total = 0
+        self._started = time.perf_counter()
+
+    def _ready(self) -> None:
+        """What an approval covers: the rows not settled by now."""
+        self.to_send = self.waiting
+        self.progress_total = len(self.to_send)
+
+    @property
+    def label(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def progress_label(self) -> str:
+        return self.label
+
+    @property
+    def timeout(self) -> None:
+        """(Each row has its own: its plan's.)"""
+
+    @property
+    def waiting(self) -> list[int]:
+        """Rows not settled yet."""
+        return [row for row, result in enumerate(self.results) if result is None]
+
+    @property
+    def refused_rows(self) -> list[tuple[int, Result]]:
+        """Rows settled before the approval, never sent (their arguments do not fit, their tool is gone)."""
+        to_send = set(self.to_send)
+        return [(row, result) for row, result in enumerate(self.results)
+                if row not in to_send and row not in self._ran and result is not None]  # fmt: skip
+
+    def digest(self) -> str:
+        return calls.arguments_digest([self._identity(row) for row in self.to_send])
+
+    def _identity(self, row: int) -> Any:
+        """What of row ``row`` its approval covers (the digest is over these)."""
+        return self.plans[row].arguments
+
+    def refused(self, how: str) -> pd.DataFrame:
+        self._log(f"denied ({how})")
+        for row in self.waiting:
+            self._settle(row, self.plans[row].refused(how))
+        return self.to_frame()
+
+    def failure(self, code: str, message: str) -> pd.DataFrame:
+        for row in self.waiting:
+            self._settle(row, self.plans[row].failure(code, message))
+        return self.to_frame()
+
+    def shown(self, result: pd.DataFrame) -> tuple[Any, ...]:
+        return result.attrs["summary"], result
+
+    def to_frame(self) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def _keep(self, row: int, result: Result) -> None:
+        """A row that was sent has its result (a checkpoint keeps it)."""
+
+    # --- running (on the loop) and waiting (in the kernel's thread) -----------------------------
+
+    async def run(self, cancel: CancelToken, activity: Activity) -> pd.DataFrame:
+        """Every row on the loop, at most ``concurrency`` at once; ``cancel`` stops the batch: rows in flight
+        are cancelled on the server, the others are not sent. A batch shows its rows' count, not what the server
+        says of each (``activity`` stays empty): that is in the session log."""
+        self._started = time.perf_counter()
+        limiter = anyio.CapacityLimiter(self.concurrency)
+        async with anyio.create_task_group() as group:
+            for row in self.to_send:
+                group.start_soon(self._run_row, row, limiter, cancel)
+        if cancel.code is not None:
+            stopped = self._counts().get(cancel.code, 0)
+            self._log(f"interrupted: {stopped} rows left without a result ({cancel.reason})")
+        return self.to_frame()
+
+    async def _run_row(self, row: int, limiter: anyio.CapacityLimiter, cancel: CancelToken) -> None:
+        plan = self.plans[row]
+        async with limiter:
+            connection = self.connection
+            if cancel.code is not None:
+                result = plan.failure(cancel.code, f"{cancel.reason}; it was not sent")
+            elif connection.state == STALE or connection.revision != self.revision:
+                result = plan.failure(CATALOG_STALE, "the tools changed during the batch; this row was not sent")
+            else:
+                self._ran.add(row)
+                self.sent += 1
+                result = await calls.send(plan, cancel)
+                self._keep(row, result)
+        self._settle(row, result)
+
+    def _settle(self, row: int, result: Result) -> None:
+        """The one place a row ends."""
+        self.results[row] = result
+        self.failed += result.error_code is not None
+        self.finished += 1
+
+    @contextmanager
+    def watch(self, activity: Activity) -> Iterator[None]:
+        """A progress bar while the cell waits (refused rows are not progress); it follows ``finished``, which
+        changes on the loop, and says at the end how the rows ended. Text on stdout, in a notebook too: a widget
+        bar would read "Error displaying widget" once the notebook is reopened without its kernel, and stderr is
+        drawn as an error there."""
+        from tqdm import tqdm
+
+        with tqdm(total=len(self.to_send), desc=self.progress_label, unit="call", file=sys.stdout,
+                  mininterval=0.5) as bar:  # fmt: skip
+            follow = lambda change: bar.update(change["new"] - change["old"])  # noqa: E731
+            self.observe(follow, names="finished")
+            try:
+                yield
+            finally:
+                self.unobserve(follow, names="finished")
+                bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in runner.on_loop(self._counts).items()))
+
+    def _counts(self) -> dict[str, int]:
+        """How the rows settled so far ended (on the loop, which writes them)."""
+        return dict(Counter(result.error_code or "ok" for result in self.results if result is not None))
+
+    def _log(self, detail: str) -> None:
+        self.connection.log.add(EVENT_APPROVAL, f"{self.kind} {self.label}: {detail}")
+
+    def _latencies(self, results: list[Result]) -> pd.Series[float]:
+        """The latency of each row that ran to its end (in the order of the rows)."""
+        import pandas as pd
+
+        ran = [results[row].elapsed_ms for row in sorted(self._ran) if results[row].error_code != INTERRUPTED]
+        return pd.Series(ran, dtype=float)
+
+
+class Batch(Rows):
+    """The rows of one evaluation: one tool over many inputs, planned and checked, the face of its probe's plan."""
+
     question = "Approve this batch of MCP calls?"
 
     def __init__(
@@ -123,13 +269,9 @@ class Batch(HasTraits):
         check: Check | None,
         checkpoint: Checkpoint | None = None,
     ) -> None:
-        super().__init__()
         self.frame, arguments = input_rows(rows)
-        self.connection = connection
         self.raw = raw
-        self.concurrency = concurrency
         self.check = check
-        self.revision = connection.revision
         probe = calls.plan_call(connection, bindings, tool, {}, raw=raw, timeout=timeout)  # tool and timeout, once
         self.remote = probe.remote
         self.local = probe.local
@@ -138,14 +280,11 @@ class Batch(HasTraits):
         self.probe = probe
         if concurrency > 1:
             _check_concurrency_safe(bindings, self.remote, concurrency)
-        self.plans, self.results = _plan_rows(probe, arguments)
-        self._ran: set[int] = set()
+        super().__init__(connection, *_plan_rows(probe, arguments), concurrency=concurrency)
         self.resumed = 0  # rows the checkpoint held: done before, not sent again
         self.checkpoint = checkpoint
         self.keys = self._resume(bindings.catalog.digest) if checkpoint is not None else []
-        self.to_send = self.waiting  # what an approval covers
-        self.progress_total = len(self.to_send)
-        self._started = time.perf_counter()
+        self._ready()
 
     def _resume(self, catalog_digest: str) -> list[str]:
         """Each row's checkpoint key; rows the checkpoint holds are settled with their recorded results."""
@@ -182,17 +321,13 @@ class Batch(HasTraits):
     def write_hint(self) -> str | None:
         return self.probe.write_hint
 
-    @property
-    def timeout(self) -> None:
-        """(Each row has its own: the probe's.)"""
-
     def still_covered(self) -> bool:
         return self.probe.still_covered()
 
     @property
-    def waiting(self) -> list[int]:
-        """Rows not settled yet."""
-        return [row for row, result in enumerate(self.results) if result is None]
+    def progress_label(self) -> str:
+        refused = len(self.refused_rows)
+        return f"{self.local} ({len(self.results)} rows, {refused} refused, not sent)" if refused else self.local
 
     @property
     def summary(self) -> str:
@@ -206,9 +341,7 @@ class Batch(HasTraits):
 
     @property
     def detail_rows(self) -> tuple[tuple[str, str], ...]:
-        to_send = set(self.to_send)
-        refused = [(row, result) for row, result in enumerate(self.results)
-                   if row not in to_send and row not in self._ran and result]  # fmt: skip
+        refused = self.refused_rows
         calls_line = f"{len(self.to_send)} calls, at most {self.concurrency} at once"
         if refused:
             calls_line += f"; {len(refused)} rows refused before approval, never sent:"
@@ -221,58 +354,10 @@ class Batch(HasTraits):
         assert self.checkpoint is not None
         return f"{self.checkpoint.path}: {self.resumed} rows done before, not sent again"
 
-    def digest(self) -> str:
-        return calls.arguments_digest([self.plans[row].arguments for row in self.to_send])
-
     def approved(self, how: str, digest: str) -> None:
         declaration = f"; declares: {self.declaration}" if self.declaration else ""
         resumed = f"; {self._resumed_words()}" if self.checkpoint is not None else ""
         self._log(f"{how}: {len(self.to_send)} rows, args {digest[:12]}{declaration}{resumed}")
-
-    def refused(self, how: str) -> pd.DataFrame:
-        self._log(f"denied ({how})")
-        for row in self.waiting:
-            self._settle(row, self.plans[row].refused(how))
-        return self.to_frame()
-
-    def failure(self, code: str, message: str) -> pd.DataFrame:
-        for row in self.waiting:
-            self._settle(row, self.plans[row].failure(code, message))
-        return self.to_frame()
-
-    def shown(self, result: pd.DataFrame) -> tuple[Any, ...]:
-        return result.attrs["summary"], result
-
-    # --- running (on the loop) and waiting (in the kernel's thread) -----------------------------
-
-    async def run(self, cancel: CancelToken, activity: Activity) -> pd.DataFrame:
-        """Every row on the loop, at most ``concurrency`` at once; ``cancel`` stops the batch: rows in flight
-        are cancelled on the server, the others are not sent. A batch shows its rows' count, not what the server
-        says of each (``activity`` stays empty): that is in the session log."""
-        self._started = time.perf_counter()
-        limiter = anyio.CapacityLimiter(self.concurrency)
-        async with anyio.create_task_group() as group:
-            for row in self.to_send:
-                group.start_soon(self._run_row, row, limiter, cancel)
-        if cancel.code is not None:
-            stopped = self._counts().get(cancel.code, 0)
-            self._log(f"interrupted: {stopped} rows left without a result ({cancel.reason})")
-        return self.to_frame()
-
-    async def _run_row(self, row: int, limiter: anyio.CapacityLimiter, cancel: CancelToken) -> None:
-        plan = self.plans[row]
-        async with limiter:
-            connection = self.connection
-            if cancel.code is not None:
-                result = plan.failure(cancel.code, f"{cancel.reason}; it was not sent")
-            elif connection.state == STALE or connection.revision != self.revision:
-                result = plan.failure(CATALOG_STALE, "the tools changed during the batch; this row was not sent")
-            else:
-                self._ran.add(row)
-                self.sent += 1
-                result = await calls.send(plan, cancel)
-                self._keep(row, result)
-        self._settle(row, result)
 
     def _keep(self, row: int, result: Result) -> None:
         """A row that ran, in the checkpoint (unless it was stopped: it runs again on a rerun)."""
@@ -282,38 +367,6 @@ class Batch(HasTraits):
             self.checkpoint.append(self.keys[row], result)
         except OSError as error:
             self._log(f"checkpoint {self.checkpoint.path}: row {row} not written ({error.__class__.__name__})")
-
-    def _settle(self, row: int, result: Result) -> None:
-        """The one place a row ends."""
-        self.results[row] = result
-        self.failed += result.error_code is not None
-        self.finished += 1
-
-    @contextmanager
-    def watch(self, activity: Activity) -> Iterator[None]:
-        """A progress bar while the cell waits (refused rows are not progress); it follows ``finished``, which
-        changes on the loop, and says at the end how the rows ended. Text on stdout, in a notebook too: a widget
-        bar would read "Error displaying widget" once the notebook is reopened without its kernel, and stderr is
-        drawn as an error there."""
-        from tqdm import tqdm
-
-        refused = len(self.results) - len(self.to_send)
-        what = f"{self.local} ({len(self.results)} rows, {refused} refused, not sent)" if refused else self.local
-        with tqdm(total=len(self.to_send), desc=what, unit="call", file=sys.stdout, mininterval=0.5) as bar:
-            follow = lambda change: bar.update(change["new"] - change["old"])  # noqa: E731
-            self.observe(follow, names="finished")
-            try:
-                yield
-            finally:
-                self.unobserve(follow, names="finished")
-                bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in runner.on_loop(self._counts).items()))
-
-    def _counts(self) -> dict[str, int]:
-        """How the rows settled so far ended (on the loop, which writes them)."""
-        return dict(Counter(result.error_code or "ok" for result in self.results if result is not None))
-
-    def _log(self, detail: str) -> None:
-        self.connection.log.add(EVENT_APPROVAL, f"evaluate {self.label}: {detail}")
 
     # --- the table -------------------------------------------------------------------------
 
@@ -339,12 +392,7 @@ class Batch(HasTraits):
         return out
 
     def _summary(self, results: list[Result], columns: dict[str, list[Any]]) -> EvaluationSummary:
-        import pandas as pd
-
-        latencies = pd.Series(
-            [results[row].elapsed_ms for row in sorted(self._ran) if results[row].error_code != INTERRUPTED],
-            dtype=float,
-        )
+        latencies = self._latencies(results)
         passed = columns.get("passed")
         return EvaluationSummary(
             server=self.connection.name,

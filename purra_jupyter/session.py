@@ -35,8 +35,10 @@ from .evaluate import prepare
 from .markup import key_value_table
 from .memory_transport import MemoryTransport
 from .offerings import PROMPTS, RESOURCES, TEMPLATES, Offered, Offerings, PromptMessages, ResourceContents
+from .replays import Replay
 from .stdio_transport import StdioTransport
 from .transcript import Transcript
+from .transcript import load as load_transcript
 from .transport import Transport
 from .wire import (
     APPROVAL_POLICIES,
@@ -418,6 +420,18 @@ class McpSession(HasTraits):
         )  # fmt: skip
         return self._decide(batch, approve) if batch.waiting else batch.to_frame()
 
+    def replay(
+        self, transcript: str | Path, *, approve: bool | None = None, timeout: float | None = None
+    ) -> pd.DataFrame | PendingCall:
+        """Send every ``tools/call`` a saved transcript holds (``Transcript.save``) to this session's server, as raw
+        calls under one approval, and compare: a DataFrame with, per call, whether the answer is the same as recorded
+        (and where it first differs), the tool's verdict then and now, the latency then and now;
+        ``.attrs["summary"]`` has the catalog digest then and now and the tools whose verdict changed. A call whose
+        tool is not listed now, or whose arguments do not fit its schema now, is not sent (its row says why)."""
+        check_approve(approve)
+        job = Replay(self.connection, self._bindings, load_transcript(transcript), str(transcript), timeout=timeout)
+        return self._decide(job, approve) if job.waiting else job.to_frame()
+
     def _decide(self, job: Any, approve: bool | None) -> Any:
         """What a call gives its caller: the call itself while it has a widget (waiting for a person, or showing
         its tool's view below its record), else its result."""
@@ -728,9 +742,37 @@ def warm_up(modules: tuple[str, ...] = WARM_MODULES) -> threading.Thread:
     return thread
 
 
+def replay(
+    transcript: str | Path, config: ServerConfig, *, approve: bool | None = None, timeout: float | None = None
+) -> pd.DataFrame | PendingCall:
+    """Connect to ``config``'s server and replay a saved transcript's tool calls on it (``McpSession.replay``): a
+    server's later version, or another server, against what was recorded. Decided in code (``approve``), the session
+    closes once the replay is done; waiting for a person, it stays open (``pj.sessions()``) until you close it."""
+    check_approve(approve)
+    session = connect(config)
+    try:
+        outcome = session.replay(transcript, approve=approve, timeout=timeout)
+    except BaseException:
+        session.close("replay failed")
+        raise
+    if approve is not None or not hasattr(outcome, "state"):
+        session.close("replay done")
+    return outcome
+
+
 def sessions() -> list[McpSession]:
     """The sessions that are open (ready, stale or failed but not closed), by name."""
     return registry.list()
 
 
-__all__ = ["HTTP", "STDIO", "McpSession", "SessionRegistry", "connect", "sessions", "warm_up", "with_views_decided"]
+__all__ = [
+    "HTTP",
+    "STDIO",
+    "McpSession",
+    "SessionRegistry",
+    "connect",
+    "replay",
+    "sessions",
+    "warm_up",
+    "with_views_decided",
+]

@@ -34,6 +34,7 @@ LAYERS = [
     ("calls",),
     ("checkpoint",),
     ("evaluate",),
+    ("replays",),
     ("ui",),
     ("session",),
     ("cli", "mock"),

@@ -19,8 +19,10 @@ def test_public_names_are_pinned() -> None:
         "allow_any_scope",
         "connect",
         "load_servers",
+        "replay",
         "sessions",
     }
+    assert callable(pj.replay) and pj.replay.__module__ == "purra_jupyter.session"
 
 
 def test_import_leaves_the_mcp_sdk_unloaded() -> None:

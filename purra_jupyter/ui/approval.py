@@ -21,9 +21,10 @@ from .. import runner
 from ..activity import Activity
 from ..calls import UNCHECKED_WORDS, Call, CallPlan, Job
 from ..catalog import CALLABLE_UNDER, DESTRUCTIVE, WRITE, name_html
-from ..evaluate import Batch
+from ..evaluate import Rows
 from ..markup import EMPTY, ERROR_COLOR, WARN_COLOR, Html, join, key_value_table, pre, tag
 from ..names import one_line, visible
+from ..replays import Replay
 from ..wire import RUNNING
 from .records import (
     SETTLED,
@@ -87,7 +88,7 @@ class ApprovalWidget(widgets.VBox):
         job = call.job
         self.approve_button = widgets.Button(description="Approve", button_style="success", icon="check")
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
-        batch = isinstance(job, Batch)
+        batch = isinstance(job, Rows)
         self.cancel_button = widgets.Button(
             description="Stop" if batch else "Cancel",
             icon="stop",
@@ -101,7 +102,7 @@ class ApprovalWidget(widgets.VBox):
         self.activity = ActivityView(call.activity)
         self._started = 0.0
         progress = []
-        if isinstance(job, Batch):  # a bar and counts that follow the rows of the approved batch (refused rows: no)
+        if isinstance(job, Rows):  # a bar and counts that follow the rows of the approved batch (refused rows: no)
             bar = widgets.IntProgress(min=0, max=max(job.progress_total, 1))
             dlink((job, "finished"), (bar, "value"))
             self.counts = widgets.HTML(str(_counts_html(job)))
@@ -178,7 +179,7 @@ def _status_html(call: Call, running: str = "") -> Html:
     return join([tag("span", state_word(call), class_="purra-approval-state"), elapsed])
 
 
-def _counts_html(job: Batch) -> Html:
+def _counts_html(job: Rows) -> Html:
     counts = f"sent {job.sent} · done {job.finished} · failed {job.failed} of {job.progress_total}"
     return tag("span", counts, class_="purra-approval-counts")
 
@@ -222,13 +223,15 @@ DESCRIPTION_CHARS = 400  # the server's description, on one line: a few lines hi
 
 def _name_html(call: Call) -> Html:
     """What will run, first: the tool's real name, large, invisible characters shown as escapes and a look-alike
-    marked; the server it runs on."""
+    marked (a replay's tools, each with its count of calls); the server it runs on."""
     job = call.job
     connection = call.connection
-    name = name_html(job.tool, style="font-size:1.15em;font-weight:bold")
+    style = "font-size:1.15em;font-weight:bold"
+    replay = isinstance(job, Replay)
+    name = tag("span", job.tools_line, style=style) if isinstance(job, Replay) else name_html(job.tool, style=style)
     return tag(
         "div",
-        tag("small", "tool"),
+        tag("small", "tools" if replay else "tool"),
         " ",
         name,
         " ",
@@ -243,23 +246,25 @@ def _name_html(call: Call) -> Html:
 def _details_html(call: Call) -> Html:
     job = call.job
     connection = call.connection
-    tool = job.tool
     path = "raw MCP call" if job.raw else f"PurrA {job.effect} tool" + (" (confirm policy)" if job.write else "")
-    verdict = CALLABLE_UNDER if tool.callable else "outside the PurrA profile: " + "; ".join(tool.reasons)
     rows = [
         ("server", f"{connection.name} ({connection.link.kind}: {connection.config.target})"),
         ("call", path),
     ]
-    if tool.title:
-        rows.append((SERVER_TITLE_LABEL, one_line(tool.title, TITLE_CHARS)))
-    if tool.description:
-        rows.append((SERVER_DESCRIPTION_LABEL, one_line(tool.description, DESCRIPTION_CHARS)))
-    rows.append(("verdict", visible(verdict)))
+    tool = None if isinstance(job, Replay) else job.tool  # (a replay's tools are many: each call shows its own)
+    if tool is not None:
+        verdict = CALLABLE_UNDER if tool.callable else "outside the PurrA profile: " + "; ".join(tool.reasons)
+        if tool.title:
+            rows.append((SERVER_TITLE_LABEL, one_line(tool.title, TITLE_CHARS)))
+        if tool.description:
+            rows.append((SERVER_DESCRIPTION_LABEL, one_line(tool.description, DESCRIPTION_CHARS)))
+        rows.append(("verdict", visible(verdict)))
     rows.extend(job.detail_rows)
     if job.declaration:
         rows.append(("declares", job.declaration))
     badge = "display:inline-block;padding:0 6px;margin-right:4px;border:1px solid currentcolor;border-radius:8px"
-    hints = join(tag("span", word, class_="purra-hint", style=badge) for word in hint_words(tool.annotations))
+    words = hint_words(tool.annotations) if tool is not None else []
+    hints = join(tag("span", word, class_="purra-hint", style=badge) for word in words)
     facts = tag(
         "div",
         tag("small", f"{HINTS_LABEL}:"),
