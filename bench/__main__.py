@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable
 from types import ModuleType
 
-from . import batch_concurrency, call_overhead, discovery, first_connect, imports, memory
+from . import batch_concurrency, batch_pool, call_overhead, discovery, first_connect, imports, memory
 from .common import Result, report, summary_table
 
 SCENARIOS: dict[str, ModuleType] = {
@@ -19,6 +19,7 @@ SCENARIOS: dict[str, ModuleType] = {
     "call_overhead": call_overhead,
     "discovery": discovery,
     "batch_concurrency": batch_concurrency,
+    "batch_pool": batch_pool,
     "import": imports,
     "memory": memory,
 }

@@ -52,6 +52,7 @@ nitpick_ignore = [
     ("py:class", "McpCatalogMonitor"),
     ("py:class", "ExecutionState"),
     ("py:class", "CancellationSignal"),
+    ("py:class", "Path"),  # pathlib.Path, as our signatures name it (str | Path)
 ]
 nitpick_ignore_regex = [
     ("py:.*", r"(collections\.abc|pathlib)\..*"),  # the standard library

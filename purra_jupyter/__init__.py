@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .bindings import allow_any_scope
     from .config import OAuth, ServerConfig, load_servers
     from .errors import McpSessionError
-    from .session import McpSession, connect, replay, sessions
+    from .session import McpSession, connect, evaluate, replay, sessions
 
 # Each public name and the module that defines it.
 _PUBLIC = {
@@ -26,6 +26,7 @@ _PUBLIC = {
     "ServerConfig": "config",
     "allow_any_scope": "bindings",
     "connect": "session",
+    "evaluate": "session",
     "load_servers": "config",
     "replay": "session",
     "sessions": "session",
@@ -71,6 +72,7 @@ __all__ = [
     "__version__",
     "allow_any_scope",
     "connect",
+    "evaluate",
     "load_servers",
     "replay",
     "sessions",

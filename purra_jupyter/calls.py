@@ -500,7 +500,7 @@ class Decision:
 
 
 class Job(Protocol):
-    """What a ``Call`` decides on, runs and shows: a ``CallPlan``, or rows of them (``evaluate.Rows``: a batch or a
+    """What a ``Call`` decides on, runs and shows: a ``CallPlan``, or rows of them (``batches.Rows``: a batch or a
     replay)."""
 
     question: str

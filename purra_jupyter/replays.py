@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import calls
+from .batches import PREVIEW_ROWS, Rows
 from .bindings import Bindings
 from .calls import CallPlan, Result
 from .catalog import CALLABLE, NOT_CALLABLE, READ, Catalog, ToolVerdict, digest_of, verdict_of
 from .connection import Connection
 from .envelope import RawResult
 from .errors import McpSessionError
-from .evaluate import PREVIEW_ROWS, Rows
 from .markup import key_value_table, tag
 from .names import one_line, visible
 from .transcript import SavedTranscript

@@ -14,10 +14,10 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,13 +25,13 @@ from traitlets import Enum, HasTraits, Int, dlink
 
 from . import runner
 from .apps import APP_INFO_COLUMNS, VIEW_MAX_BYTES, app_info_row
+from .batches import prepare
 from .bindings import Bindings
 from .calls import Call, CallPlan, check_approve, decide, needs_a_person, plan_call, refusal
 from .catalog import Catalog, ToolVerdict, build_catalog, check_digest
 from .config import ServerConfig
 from .connection import Connection, Deadline, SessionLog
 from .errors import McpSessionError
-from .evaluate import prepare
 from .markup import key_value_table
 from .memory_transport import MemoryTransport
 from .offerings import PROMPTS, RESOURCES, TEMPLATES, Offered, Offerings, PromptMessages, ResourceContents
@@ -47,6 +47,7 @@ from .wire import (
     CONFIG_INVALID,
     CONNECTING,
     CONNECTION_CLOSED,
+    DIGEST_MISMATCH,
     EVENT_CONNECT,
     EVENT_SETTING,
     HTTP,
@@ -232,6 +233,12 @@ class McpSession(HasTraits):
         bound. Its ``revisionDigest`` is what every write's approval is bound to."""
         return self._bindings.write_snapshot
 
+    @property
+    def binding_state(self) -> Bindings:
+        """The one owner of this session's catalog and bindings, which calls and batches are planned with (a batch
+        spread over several sessions plans each row on its own session's: ``pj.evaluate``)."""
+        return self._bindings
+
     def app_info(self) -> pd.DataFrame:
         """One row per tool with a view (MCP Apps): its ``ui://`` URI, who may call it, and what its resource
         declares (origins per CSP directive, permissions; the kit's refusals) or why it is unavailable. Each view is
@@ -398,6 +405,7 @@ class McpSession(HasTraits):
         check: Callable[[Any], object] | None = None,
         raw: bool = False,
         checkpoint: str | Path | None = None,
+        also_on: Sequence[McpSession] = (),
     ) -> pd.DataFrame | PendingCall:
         """Call ``tool`` once per row of ``rows`` (a DataFrame, or a list of argument dicts) and return
         a DataFrame: the input columns, then ``ok, error_code, text, structured, elapsed_ms, message``,
@@ -412,13 +420,31 @@ class McpSession(HasTraits):
 
         ``checkpoint`` (a file path) keeps each row that ran as it settles; a rerun with the same path takes the rows
         done before from it (the same tool, arguments and catalog) and sends only the rest, saying how many it took
-        (``summary.resumed``): a kernel interrupt, restart or crash loses at most the rows in flight."""
+        (``summary.resumed``): a kernel interrupt, restart or crash loses at most the rows in flight.
+
+        ``also_on``: other open sessions of the same server (the same catalog digest), the tool bound concurrency-safe
+        on each: the rows are spread over them all in turn, at most ``concurrency`` at once on each, behind this one
+        approval (``pj.evaluate`` opens them)."""
         check_approve(approve)
+        pool = [(other.connection, other.binding_state) for other in self._checked_pool(also_on)]
         batch = prepare(
             self.connection, self._bindings, tool, rows, concurrency=concurrency, timeout=timeout, check=check, raw=raw,
-            checkpoint=checkpoint,
+            checkpoint=checkpoint, pool=pool,
         )  # fmt: skip
         return self._decide(batch, approve) if batch.waiting else batch.to_frame()
+
+    def _checked_pool(self, others: Sequence[McpSession]) -> list[McpSession]:
+        pool = list(others)
+        for other in pool:
+            if not isinstance(other, McpSession) or other is self:
+                raise McpSessionError(CONFIG_INVALID, "also_on must hold other open sessions (McpSession objects).")
+            if other.catalog.digest != self.catalog.digest:
+                raise McpSessionError(
+                    DIGEST_MISMATCH,
+                    f"Session '{other.name}' lists other tools than '{self.name}' (catalog digest "
+                    f"{other.catalog.digest[:12]}, not {self.catalog.digest[:12]}): a batch spreads over one server's.",
+                )
+        return pool
 
     def replay(
         self, transcript: str | Path, *, approve: bool | None = None, timeout: float | None = None
@@ -760,6 +786,53 @@ def replay(
     return outcome
 
 
+MAX_SESSIONS = 16  # of one pj.evaluate: server processes, each a session
+
+
+def evaluate(
+    config: ServerConfig,
+    tool: str,
+    rows: Any,
+    *,
+    sessions: int = 1,
+    concurrency: int = 1,
+    approve: bool | None = None,
+    timeout: float | None = None,
+    check: Callable[[Any], object] | None = None,
+    raw: bool = False,
+    checkpoint: str | Path | None = None,
+) -> pd.DataFrame | PendingCall:
+    """Evaluate ``tool`` over ``rows`` on ``sessions`` sessions of ``config``'s server (for stdio, as many server
+    processes), behind one approval: the same frame and summary as ``McpSession.evaluate``, the rows spread over the
+    sessions in turn, at most ``concurrency`` at once on each. With more than one session (or call at once) the tool
+    is bound as a concurrency-safe read on each, which declares it so: use it for reads that are. Decided in code
+    (``approve``), the sessions close once the batch is done; waiting for a person, they stay open until closed."""
+    if isinstance(sessions, bool) or not isinstance(sessions, int) or not 1 <= sessions <= MAX_SESSIONS:
+        raise McpSessionError(CONFIG_INVALID, f"sessions must be an integer from 1 to {MAX_SESSIONS}.")
+    if raw and (sessions > 1 or concurrency != 1):
+        raise McpSessionError(CONFIG_INVALID, "raw=True calls run one at a time on one session (sessions=1, "
+                              "concurrency=1): a raw tool has no binding to declare it concurrency-safe.")  # fmt: skip
+    check_approve(approve)
+    opened: list[McpSession] = []
+    try:
+        for index in range(sessions):
+            name = config.name if index == 0 else f"{config.name}-{index + 1}"
+            opened.append(connect(replace(config, name=name)))
+        if not raw:
+            for session in opened:
+                session.bind(tool, concurrency_safe=sessions > 1 or concurrency > 1)
+        outcome = opened[0].evaluate(tool, rows, approve=approve, concurrency=concurrency, timeout=timeout,
+                                     check=check, raw=raw, checkpoint=checkpoint, also_on=opened[1:])  # fmt: skip
+    except BaseException:
+        for session in opened:
+            session.close("evaluate failed")
+        raise
+    if approve is not None or not hasattr(outcome, "state"):
+        for session in opened:
+            session.close("evaluate done")
+    return outcome
+
+
 def sessions() -> list[McpSession]:
     """The sessions that are open (ready, stale or failed but not closed), by name."""
     return registry.list()
@@ -771,6 +844,7 @@ __all__ = [
     "McpSession",
     "SessionRegistry",
     "connect",
+    "evaluate",
     "replay",
     "sessions",
     "warm_up",

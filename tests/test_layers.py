@@ -33,7 +33,7 @@ LAYERS = [
     ("apps",),
     ("calls",),
     ("checkpoint",),
-    ("evaluate",),
+    ("batches",),
     ("replays",),
     ("ui",),
     ("session",),

@@ -18,11 +18,13 @@ def test_public_names_are_pinned() -> None:
         "__version__",
         "allow_any_scope",
         "connect",
+        "evaluate",
         "load_servers",
         "replay",
         "sessions",
     }
-    assert callable(pj.replay) and pj.replay.__module__ == "purra_jupyter.session"
+    for function in (pj.evaluate, pj.replay):  # (no module of the package shadows them)
+        assert callable(function) and function.__module__ == "purra_jupyter.session"
 
 
 def test_import_leaves_the_mcp_sdk_unloaded() -> None:

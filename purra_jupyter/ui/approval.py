@@ -19,9 +19,9 @@ from traitlets import dlink
 
 from .. import runner
 from ..activity import Activity
+from ..batches import Rows
 from ..calls import UNCHECKED_WORDS, Call, CallPlan, Job
 from ..catalog import CALLABLE_UNDER, DESTRUCTIVE, WRITE, name_html
-from ..evaluate import Rows
 from ..markup import EMPTY, ERROR_COLOR, WARN_COLOR, Html, join, key_value_table, pre, tag
 from ..names import one_line, visible
 from ..replays import Replay

@@ -14,7 +14,7 @@ import copy
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -71,14 +71,16 @@ class EvaluationSummary:
     failed: int | None = None
     resumed: int = 0  # rows a checkpoint held already: counted, not sent again
     checkpoint: str | None = None
+    sessions: int = 1  # the sessions (of one server) the rows were spread over
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def _lines(self) -> list[tuple[str, str]]:
         latency = "no call ran" if self.p50_ms is None else f"p50 {self.p50_ms:.1f} ms, p95 {self.p95_ms:.1f} ms"
+        spread = f" on each of {self.sessions} sessions" if self.sessions > 1 else ""
         lines = [
-            ("rows", f"{self.rows} (concurrency {self.concurrency}, {self.wall_ms:.0f} ms in all)"),
+            ("rows", f"{self.rows} (concurrency {self.concurrency}{spread}, {self.wall_ms:.0f} ms in all)"),
             ("outcomes", ", ".join(f"{code} {count}" for code, count in self.counts.items()) or "none"),
             ("latency", latency),
         ]
@@ -188,9 +190,11 @@ class Rows(HasTraits):
         are cancelled on the server, the others are not sent. A batch shows its rows' count, not what the server
         says of each (``activity`` stays empty): that is in the session log."""
         self._started = time.perf_counter()
-        limiter = anyio.CapacityLimiter(self.concurrency)
+        limiters: dict[int, anyio.CapacityLimiter] = {}  # one per session the rows go to
         async with anyio.create_task_group() as group:
             for row in self.to_send:
+                connection = self.plans[row].connection
+                limiter = limiters.setdefault(id(connection), anyio.CapacityLimiter(self.concurrency))
                 group.start_soon(self._run_row, row, limiter, cancel)
         if cancel.code is not None:
             stopped = self._counts().get(cancel.code, 0)
@@ -200,10 +204,10 @@ class Rows(HasTraits):
     async def _run_row(self, row: int, limiter: anyio.CapacityLimiter, cancel: CancelToken) -> None:
         plan = self.plans[row]
         async with limiter:
-            connection = self.connection
+            connection = plan.connection
             if cancel.code is not None:
                 result = plan.failure(cancel.code, f"{cancel.reason}; it was not sent")
-            elif connection.state == STALE or connection.revision != self.revision:
+            elif connection.state == STALE or connection.revision != plan.revision:
                 result = plan.failure(CATALOG_STALE, "the tools changed during the batch; this row was not sent")
             else:
                 self._ran.add(row)
@@ -268,6 +272,7 @@ class Batch(Rows):
         concurrency: int,
         check: Check | None,
         checkpoint: Checkpoint | None = None,
+        pool: Sequence[tuple[Connection, Bindings]] = (),
     ) -> None:
         self.frame, arguments = input_rows(rows)
         self.raw = raw
@@ -278,9 +283,12 @@ class Batch(Rows):
         self.tool = probe.tool
         self.declaration = probe.declaration
         self.probe = probe
-        if concurrency > 1:
-            _check_concurrency_safe(bindings, self.remote, concurrency)
-        super().__init__(connection, *_plan_rows(probe, arguments), concurrency=concurrency)
+        self.sessions = 1 + len(pool)
+        if concurrency > 1 or pool:
+            for each in (bindings, *(other for _, other in pool)):
+                _check_concurrency_safe(each, self.remote, concurrency, self.sessions)
+        places = [(connection, bindings), *pool]
+        super().__init__(connection, *_plan_rows(probe, arguments, places), concurrency=concurrency)
         self.resumed = 0  # rows the checkpoint held: done before, not sent again
         self.checkpoint = checkpoint
         self.keys = self._resume(bindings.catalog.digest) if checkpoint is not None else []
@@ -342,7 +350,8 @@ class Batch(Rows):
     @property
     def detail_rows(self) -> tuple[tuple[str, str], ...]:
         refused = self.refused_rows
-        calls_line = f"{len(self.to_send)} calls, at most {self.concurrency} at once"
+        spread = f" on each of {self.sessions} sessions" if self.sessions > 1 else ""
+        calls_line = f"{len(self.to_send)} calls, at most {self.concurrency} at once{spread}"
         if refused:
             calls_line += f"; {len(refused)} rows refused before approval, never sent:"
         labels = list(self.frame.index)
@@ -407,6 +416,7 @@ class Batch(Rows):
             failed=None if passed is None else len(passed) - sum(passed),
             resumed=self.resumed,
             checkpoint=None if self.checkpoint is None else str(self.checkpoint.path),
+            sessions=self.sessions,
         )
 
 
@@ -421,6 +431,7 @@ def prepare(
     check: Check | None = None,
     raw: bool = False,
     checkpoint: str | Path | None = None,
+    pool: Sequence[tuple[Connection, Bindings]] = (),
 ) -> Batch:
     """The batch for ``tool`` over ``rows``, checked and planned, nothing sent; see ``McpSession.evaluate``."""
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -431,7 +442,7 @@ def prepare(
         )
     kept = Checkpoint(checkpoint) if checkpoint is not None else None
     return Batch(connection, bindings, tool, rows, raw=raw, timeout=timeout, concurrency=concurrency, check=check,
-                 checkpoint=kept)  # fmt: skip
+                 checkpoint=kept, pool=pool)  # fmt: skip
 
 
 def input_rows(rows: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -481,15 +492,17 @@ def _missing(value: Any) -> bool:
     return pd.api.types.is_scalar(value) and bool(pd.isna(value))
 
 
-def _plan_rows(probe: CallPlan, rows: list[dict[str, Any]]) -> tuple[list[CallPlan], list[Result | None]]:
-    """A plan per row; rows that cannot be sent (arguments, a closed or stale session) are settled now."""
+def _plan_rows(
+    probe: CallPlan, rows: list[dict[str, Any]], places: Sequence[tuple[Connection, Bindings]]
+) -> tuple[list[CallPlan], list[Result | None]]:
+    """A plan per row, on the sessions of ``places`` in turn; rows that cannot be sent (arguments, a closed or stale
+    session) are settled now."""
     plans: list[CallPlan] = []
     results: list[Result | None] = []
-    for arguments in rows:
+    for row, arguments in enumerate(rows):
+        connection, bindings = places[row % len(places)]
         try:
-            plan = calls.plan_call(
-                probe.connection, probe.bindings, probe.remote, arguments, raw=probe.raw, timeout=probe.timeout
-            )
+            plan = calls.plan_call(connection, bindings, probe.remote, arguments, raw=probe.raw, timeout=probe.timeout)
         except McpSessionError as error:  # arguments that are not plain JSON
             plans.append(probe)
             results.append(probe.failure(error.code, f"{error.message} Nothing was sent."))
@@ -499,13 +512,14 @@ def _plan_rows(probe: CallPlan, rows: list[dict[str, Any]]) -> tuple[list[CallPl
     return plans, results
 
 
-def _check_concurrency_safe(bindings: Bindings, remote: str, concurrency: int) -> None:
+def _check_concurrency_safe(bindings: Bindings, remote: str, concurrency: int, sessions: int) -> None:
     binding = bindings.binding(remote)
     if binding is None or not binding.concurrency_safe:
+        at_once = f"{concurrency} at once" + (f" on each of {sessions} sessions" if sessions > 1 else "")
         raise McpSessionError(
             NOT_CONCURRENCY_SAFE,
             f"'{remote}' is not bound as concurrency-safe, so its calls run one at a time; nothing was sent. "
-            f"Bind it with concurrency_safe=True (%mcp_bind ... --concurrency-safe) to run {concurrency} at once.",
+            f"Bind it with concurrency_safe=True (%mcp_bind ... --concurrency-safe) to run {at_once}.",
         )
 
 
