@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from .batches import assert_checks
     from .bindings import allow_any_scope
     from .config import OAuth, ServerConfig, load_servers
     from .errors import McpSessionError
@@ -25,6 +26,7 @@ _PUBLIC = {
     "OAuth": "config",
     "ServerConfig": "config",
     "allow_any_scope": "bindings",
+    "assert_checks": "batches",
     "connect": "session",
     "evaluate": "session",
     "load_servers": "config",
@@ -71,6 +73,7 @@ __all__ = [
     "ServerConfig",
     "__version__",
     "allow_any_scope",
+    "assert_checks",
     "connect",
     "evaluate",
     "load_servers",

@@ -11,6 +11,7 @@ sent. Tool failures are rows, never exceptions.
 from __future__ import annotations
 
 import copy
+import json
 import sys
 import time
 from collections import Counter
@@ -31,9 +32,12 @@ from .checkpoint import Checkpoint, row_keys
 from .connection import CancelToken, Connection
 from .envelope import RawResult
 from .errors import McpSessionError
+from .junit import Case, suite
 from .markup import key_value_table, tag
+from .names import one_line
 from .wire import (
     CATALOG_STALE,
+    CHECKS_FAILED,
     CONFIG_INVALID,
     EVENT_APPROVAL,
     HOST_ERROR,
@@ -443,6 +447,59 @@ def prepare(
     kept = Checkpoint(checkpoint) if checkpoint is not None else None
     return Batch(connection, bindings, tool, rows, raw=raw, timeout=timeout, concurrency=concurrency, check=check,
                  checkpoint=kept, pool=pool)  # fmt: skip
+
+
+FAILED_SHOWN = 3  # rows a failed assert_checks names in its one line
+
+
+def assert_checks(frame: Any, *, junit: str | Path | None = None) -> EvaluationSummary:
+    """Turn an evaluation into a pass or a fail, for a headless run (``jupyter execute``, nbclient, papermill): each
+    row passes when its check passed (``check=``) or, without a check, when it is ok. If a row did not pass,
+    ``mcp_checks_failed`` is raised, which fails the cell and so the run. ``junit`` writes a JUnit XML report of the
+    rows (one test case each) either way. Returns the evaluation's summary."""
+    import pandas as pd
+
+    summary = frame.attrs.get("summary") if isinstance(frame, pd.DataFrame) else None
+    if not isinstance(summary, EvaluationSummary):
+        raise McpSessionError(
+            CONFIG_INVALID,
+            "assert_checks takes the DataFrame an evaluation returned; a batch still waiting for its approval has "
+            "none yet (approve it in code, approve=True, for a headless run).",
+        )
+    passed = frame["passed"] if "passed" in frame.columns else frame["ok"]
+    cases, failed = [], []
+    for label, row in frame.iterrows():
+        reason = None if bool(passed[label]) else _failure_reason(row)
+        arguments = {k: v for k, v in row.items() if k not in _RESULT_AND_CHECK and not _missing(v)}
+        name = f"row {label}: {json.dumps(arguments, ensure_ascii=False, default=str)[:200]}"
+        text = "" if _missing(row["text"]) else str(row["text"])
+        suite_name = f"{summary.server}.{summary.tool}"
+        cases.append(Case(suite_name, name, failure=reason, kind=CHECKS_FAILED, detail=text if reason else "",
+                          output="" if reason else text))  # fmt: skip
+        if reason is not None:
+            failed.append(f"row {label}: {reason}")
+    if junit is not None:
+        Path(junit).write_text(suite(f"evaluation of {summary.tool} on {summary.server}", cases), encoding="utf-8")
+    if failed:
+        more = len(failed) - FAILED_SHOWN
+        shown = "; ".join(failed[:FAILED_SHOWN]) + (f"; and {more} more" if more > 0 else "")
+        raise McpSessionError(
+            CHECKS_FAILED, f"{len(failed)} of {len(frame)} rows of {summary.tool} on {summary.server} failed: {shown}."
+        )
+    return summary
+
+
+_RESULT_AND_CHECK = frozenset({*RESULT_COLUMNS, "passed", "check_message"})
+
+
+def _failure_reason(row: Any) -> str:
+    """Why a row did not pass: its check's message, else its error code and the kit's words."""
+    message = row.get("check_message")
+    if isinstance(message, str) and message:
+        return one_line(message, 200)
+    if isinstance(row["error_code"], str):
+        return f"{row['error_code']}: {one_line(str(row['message']), 200)}"
+    return "the check did not pass"
 
 
 def input_rows(rows: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:

@@ -11,7 +11,6 @@ import argparse
 import json
 import re
 import sys
-import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from .catalog import CALLABLE, NOT_CALLABLE, Catalog, ToolVerdict, check_digest
 from .config import ServerOptions
 from .errors import McpSessionError
+from .junit import Case, suite
 from .names import visible
 from .session import connect
 
@@ -182,33 +182,23 @@ def as_json(report: CheckReport) -> str:
 def as_junit(report: CheckReport) -> str:
     """One test case per listed tool (a failure when a required tool is not callable), one per unmet requirement
     that no tool stands for (a missing tool, the digest), and an error case when the check could not run."""
-    suite = ElementTree.Element("testsuite", name=f"purra-jupyter check {visible(report.server)}")
-    cases: list[ElementTree.Element] = []
-
-    def case(name: str) -> ElementTree.Element:
-        element = ElementTree.SubElement(suite, "testcase", classname=visible(report.server), name=visible(name))
-        cases.append(element)
-        return element
-
+    cases = []
     for row in report.tool_rows():
-        element = case(row["name"])
-        reasons = "\n".join(visible(reason) for reason in row["reasons"])
+        reasons = "\n".join(row["reasons"])
         if row["required"] and not row["callable"]:
-            failure = ElementTree.SubElement(element, "failure", message=f"{NOT_CALLABLE} under PurrA", type="unmet")
-            failure.text = reasons
-        elif reasons:
-            ElementTree.SubElement(element, "system-out").text = f"{NOT_CALLABLE} (not required)\n{reasons}"
+            cases.append(Case(report.server, row["name"], failure=f"{NOT_CALLABLE} under PurrA", kind="unmet",
+                              detail=reasons))  # fmt: skip
+        else:
+            cases.append(Case(report.server, row["name"], output=f"{NOT_CALLABLE} (not required)\n{reasons}"
+                              if reasons else ""))  # fmt: skip
     listed = {row["name"] for row in report.tool_rows()}
     for problem in report.problems:  # what no listed tool's case says: a required tool not listed, the digest
         if problem.tool not in listed:
-            failure = ElementTree.SubElement(case(problem.tool or "catalog digest"), "failure", type="unmet")
-            failure.set("message", problem.sentence)
+            cases.append(Case(report.server, problem.tool or "catalog digest", failure=problem.sentence, kind="unmet"))
     if report.error is not None:
-        error = ElementTree.SubElement(case("connect and list"), "error", type=report.error.code)
-        error.set("message", f"{report.error.code}: {report.error.message}")
-    failures = sum(1 for element in cases if element.find("failure") is not None)
-    suite.attrib.update(tests=str(len(cases)), failures=str(failures), errors=str(int(report.error is not None)))
-    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
+        error = report.error
+        cases.append(Case(report.server, "connect and list", error=f"{error.code}: {error.message}", kind=error.code))
+    return suite(f"purra-jupyter check {report.server}", cases)
 
 
 def as_github(report: CheckReport) -> str:

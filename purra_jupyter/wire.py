@@ -18,6 +18,7 @@ DIGEST_MISMATCH = "mcp_digest_mismatch"
 APPROVAL_DENIED = "mcp_approval_denied"
 NOT_TABULAR = "mcp_result_not_tabular"
 NOT_CONCURRENCY_SAFE = "mcp_evaluate_not_concurrency_safe"
+CHECKS_FAILED = "mcp_checks_failed"  # assert_checks: rows of an evaluation did not pass (a headless run fails)
 HOST_ERROR = "mcp_host_error"  # the host's own code failed (a scope validator, a check), not the server
 KIT_ERROR = "mcp_kit_error"  # a bug in purra-jupyter itself: the call settles with it, the traceback is raised
 PURRA_INCOMPATIBLE = "mcp_purra_incompatible"  # the installed purra / purra-mcp is not the pinned one

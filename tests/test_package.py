@@ -17,6 +17,7 @@ def test_public_names_are_pinned() -> None:
         "ServerConfig",
         "__version__",
         "allow_any_scope",
+        "assert_checks",
         "connect",
         "evaluate",
         "load_servers",
