@@ -11,13 +11,14 @@ sent. Tool failures are rows, never exceptions.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -28,6 +29,7 @@ from . import calls, runner
 from .activity import Activity
 from .bindings import Bindings, WriteTerms
 from .calls import CallPlan, Result
+from .charts import Chart, image_html, latency_and_outcomes
 from .checkpoint import Checkpoint, row_keys
 from .connection import CancelToken, Connection
 from .envelope import RawResult
@@ -76,6 +78,7 @@ class EvaluationSummary:
     resumed: int = 0  # rows a checkpoint held already: counted, not sent again
     checkpoint: str | None = None
     sessions: int = 1  # the sessions (of one server) the rows were spread over
+    latencies_ms: tuple[float, ...] = field(default=(), repr=False)  # of each row that ran to its end
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,10 +101,18 @@ class EvaluationSummary:
         body = "; ".join(f"{key}: {value}" for key, value in self._lines())
         return f"<EvaluationSummary {self.server}/{self.tool}: {body}>"
 
+    @functools.cached_property
+    def chart(self) -> Chart:
+        """The latency distribution and the outcome counts, as a picture (PNG)."""
+        title = f"evaluation of {self.tool} on {self.server}: {self.rows} rows"
+        alt = f"{title}; outcomes " + ", ".join(f"{code} {count}" for code, count in self.counts.items())
+        return Chart(latency_and_outcomes(self.latencies_ms, self.counts, title), alt)
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         title = f"evaluation of {self.tool} on {self.server}"
         table = key_value_table(self._lines(), "purra-evaluation-summary")
-        html = tag("div", tag("b", title), table, class_="purra-evaluation", style="text-align:left")
+        picture = image_html(self.chart.data, self.chart.alt) if self.rows else None
+        html = tag("div", tag("b", title), table, picture, class_="purra-evaluation", style="text-align:left")
         return {"text/plain": repr(self), "text/html": str(html)}
 
 
@@ -421,6 +432,7 @@ class Batch(Rows):
             resumed=self.resumed,
             checkpoint=None if self.checkpoint is None else str(self.checkpoint.path),
             sessions=self.sessions,
+            latencies_ms=tuple(float(value) for value in latencies),
         )
 
 

@@ -14,6 +14,7 @@ import functools
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeGuard
@@ -21,6 +22,7 @@ from urllib.parse import unquote
 
 from . import purra_adapter
 from .app_meta import ToolApp, tool_app
+from .charts import Chart, refusal_reasons
 from .connection import Connection
 from .errors import KEPT_APART, McpSessionError
 from .markup import ERROR_COLOR, OK_COLOR, Html, join, table, tag, td
@@ -334,9 +336,29 @@ class Catalog:
         summary = tag("p", tag("b", self.summary))
         return tag("div", summary, note, dropped, table(_HTML_COLUMNS, rows), class_="purra-catalog")
 
+    def refusal_chart(self) -> Chart:
+        """Why tools are not callable, as a picture: one bar per keyword a reason names (``$schema``, ``default``
+        ...), by how many tools it stops; the title counts purra-mcp's refusal codes."""
+        refused = [tool for tool in self.tools if not tool.callable]
+        keywords = Counter(keyword for tool in refused for keyword in {reason_keyword(r) for r in tool.reasons})
+        codes = Counter(tool.refusal or "refused" for tool in refused)
+        title = f"{self.server}: {len(refused)} of {len(self.tools)} tools not callable under PurrA"
+        if codes:
+            title += " (" + ", ".join(f"{code} {count}" for code, count in codes.most_common()) + ")"
+        alt = f"{title}; reasons: " + (", ".join(f"{k} {n}" for k, n in keywords.most_common()) or "none")
+        return Chart(refusal_reasons(dict(keywords.most_common()), title), alt)
+
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
         payload = {**self.to_json(), "labels": catalog_labels()}
         return {CATALOG_MIME: payload, "text/html": str(self._repr_html_table()), "text/plain": repr(self)}
+
+
+def reason_keyword(reason: str) -> str:
+    """What a reason is about: the last step of its JSON path (``inputSchema.properties.x.default`` -> ``default``;
+    an array index dropped), or the whole path when it has one step (``name``)."""
+    path = reason.split(": ", 1)[0]
+    steps = [step for step in re.split(r"\.|\[\d+\]", path) if step]
+    return steps[-1] if steps else path
 
 
 def catalog_labels() -> dict[str, str]:

@@ -16,7 +16,19 @@ from conftest import ROOT
 PACKAGE = "purra_jupyter"
 # Bottom to top (DESIGN §3). A module may import its own layer's or any lower layer's modules.
 LAYERS = [
-    ("wire", "errors", "markup", "names", "raw_schema", "session_log", "activity", "app_meta", "transcript", "junit"),
+    (
+        "wire",
+        "errors",
+        "markup",
+        "names",
+        "raw_schema",
+        "session_log",
+        "activity",
+        "app_meta",
+        "transcript",
+        "junit",
+        "charts",
+    ),
     ("config",),
     ("runner",),
     ("oauth",),
