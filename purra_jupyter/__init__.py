@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from .bindings import allow_any_scope
     from .config import OAuth, ServerConfig, load_servers
     from .errors import McpSessionError
-    from .session import McpSession, connect, evaluate, replay, sessions
+    from .pool import evaluate
+    from .session import McpSession, connect, replay, sessions
 
 # Each public name and the module that defines it.
 _PUBLIC = {
@@ -28,7 +29,7 @@ _PUBLIC = {
     "allow_any_scope": "bindings",
     "assert_checks": "batches",
     "connect": "session",
-    "evaluate": "session",
+    "evaluate": "pool",
     "load_servers": "config",
     "replay": "session",
     "sessions": "session",

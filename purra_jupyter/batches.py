@@ -418,13 +418,14 @@ class Batch(Rows):
     def _summary(self, results: list[Result], columns: dict[str, list[Any]]) -> EvaluationSummary:
         latencies = self._latencies(results)
         passed = columns.get("passed")
+        p50, p95 = _percentiles(latencies)
         return EvaluationSummary(
             server=self.connection.name,
             tool=self.local,
             rows=len(results),
             counts=dict(Counter(result.error_code or "ok" for result in results)),
-            p50_ms=float(latencies.quantile(0.5)) if len(latencies) else None,
-            p95_ms=float(latencies.quantile(0.95)) if len(latencies) else None,
+            p50_ms=p50,
+            p95_ms=p95,
             wall_ms=calls.ms_since(self._started),
             concurrency=self.concurrency,
             passed=None if passed is None else sum(passed),
@@ -434,6 +435,33 @@ class Batch(Rows):
             sessions=self.sessions,
             latencies_ms=tuple(float(value) for value in latencies),
         )
+
+
+def _percentiles(latencies: pd.Series[float]) -> tuple[float | None, float | None]:
+    if not len(latencies):
+        return None, None
+    return float(latencies.quantile(0.5)), float(latencies.quantile(0.95))
+
+
+def merged(summaries: Sequence[EvaluationSummary], *, wall_ms: float) -> EvaluationSummary:
+    """One summary of an evaluation run in parts (shards, in order): counts and checks added up, the latencies of
+    every part together (so p50 and p95 are the whole run's), the sessions of all parts."""
+    import pandas as pd
+
+    first = summaries[0]
+    counts: Counter[str] = Counter()
+    for summary in summaries:
+        counts.update(summary.counts)
+    latencies = tuple(value for summary in summaries for value in summary.latencies_ms)
+    p50, p95 = _percentiles(pd.Series(latencies, dtype=float))
+    checked = first.passed is not None
+    return EvaluationSummary(
+        server=first.server, tool=first.tool, rows=sum(s.rows for s in summaries), counts=dict(counts), p50_ms=p50,
+        p95_ms=p95, wall_ms=wall_ms, concurrency=first.concurrency,
+        passed=sum(s.passed or 0 for s in summaries) if checked else None,
+        failed=sum(s.failed or 0 for s in summaries) if checked else None,
+        resumed=sum(s.resumed for s in summaries), sessions=sum(s.sessions for s in summaries), latencies_ms=latencies,
+    )  # fmt: skip
 
 
 def prepare(

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -786,53 +786,6 @@ def replay(
     return outcome
 
 
-MAX_SESSIONS = 16  # of one pj.evaluate: server processes, each a session
-
-
-def evaluate(
-    config: ServerConfig,
-    tool: str,
-    rows: Any,
-    *,
-    sessions: int = 1,
-    concurrency: int = 1,
-    approve: bool | None = None,
-    timeout: float | None = None,
-    check: Callable[[Any], object] | None = None,
-    raw: bool = False,
-    checkpoint: str | Path | None = None,
-) -> pd.DataFrame | PendingCall:
-    """Evaluate ``tool`` over ``rows`` on ``sessions`` sessions of ``config``'s server (for stdio, as many server
-    processes), behind one approval: the same frame and summary as ``McpSession.evaluate``, the rows spread over the
-    sessions in turn, at most ``concurrency`` at once on each. With more than one session (or call at once) the tool
-    is bound as a concurrency-safe read on each, which declares it so: use it for reads that are. Decided in code
-    (``approve``), the sessions close once the batch is done; waiting for a person, they stay open until closed."""
-    if isinstance(sessions, bool) or not isinstance(sessions, int) or not 1 <= sessions <= MAX_SESSIONS:
-        raise McpSessionError(CONFIG_INVALID, f"sessions must be an integer from 1 to {MAX_SESSIONS}.")
-    if raw and (sessions > 1 or concurrency != 1):
-        raise McpSessionError(CONFIG_INVALID, "raw=True calls run one at a time on one session (sessions=1, "
-                              "concurrency=1): a raw tool has no binding to declare it concurrency-safe.")  # fmt: skip
-    check_approve(approve)
-    opened: list[McpSession] = []
-    try:
-        for index in range(sessions):
-            name = config.name if index == 0 else f"{config.name}-{index + 1}"
-            opened.append(connect(replace(config, name=name)))
-        if not raw:
-            for session in opened:
-                session.bind(tool, concurrency_safe=sessions > 1 or concurrency > 1)
-        outcome = opened[0].evaluate(tool, rows, approve=approve, concurrency=concurrency, timeout=timeout,
-                                     check=check, raw=raw, checkpoint=checkpoint, also_on=opened[1:])  # fmt: skip
-    except BaseException:
-        for session in opened:
-            session.close("evaluate failed")
-        raise
-    if approve is not None or not hasattr(outcome, "state"):
-        for session in opened:
-            session.close("evaluate done")
-    return outcome
-
-
 def sessions() -> list[McpSession]:
     """The sessions that are open (ready, stale or failed but not closed), by name."""
     return registry.list()
@@ -844,7 +797,6 @@ __all__ = [
     "McpSession",
     "SessionRegistry",
     "connect",
-    "evaluate",
     "replay",
     "sessions",
     "warm_up",

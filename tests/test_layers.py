@@ -49,6 +49,7 @@ LAYERS = [
     ("replays",),
     ("ui",),
     ("session",),
+    ("pool",),
     ("cli", "mock"),
     ("magics",),
     ("__init__",),

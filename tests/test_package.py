@@ -24,8 +24,8 @@ def test_public_names_are_pinned() -> None:
         "replay",
         "sessions",
     }
-    for function in (pj.evaluate, pj.replay):  # (no module of the package shadows them)
-        assert callable(function) and function.__module__ == "purra_jupyter.session"
+    for function, module in ((pj.evaluate, "pool"), (pj.replay, "session")):  # (no module of the package shadows them)
+        assert callable(function) and function.__module__ == f"purra_jupyter.{module}"
 
 
 def test_import_leaves_the_mcp_sdk_unloaded() -> None:

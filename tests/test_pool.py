@@ -87,3 +87,34 @@ def test_also_on_needs_the_same_catalog_and_a_concurrency_safe_binding_on_each()
         assert raised.value.code == DIGEST_MISMATCH
         with pytest.raises(pj.McpSessionError, match="also_on must hold other open sessions"):
             a.evaluate("echo", ROWS, approve=True, also_on=[a])
+
+
+@pytest.mark.timeout(300)  # a hang guard: a two-worker cluster starting, and two evaluations
+def test_shards_on_a_two_worker_local_cluster_equal_one_process() -> None:
+    """The same evaluation split into 3 shards, run by dask.distributed on a LocalCluster of two worker processes
+    (each shard with its own demo server process): the frame equals the one-process frame, row for row."""
+    import pandas as pd
+    from distributed import Client, LocalCluster
+
+    rows = pd.DataFrame({"text": [f"row {i}" for i in range(25)]}, index=[f"r{i}" for i in range(25)])
+    check = lambda envelope: bool(envelope.text) or "no text"  # noqa: E731 (cloudpickle sends it by value)
+    single = pj.evaluate(demo_config("single"), "echo", rows, approve=True, check=check)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:  # fmt: skip
+        sharded = pj.evaluate(demo_config("sharded"), "echo", rows, approve=True, check=check, shards=3,
+                              engine=client)  # fmt: skip
+        workers = {pid for pid in client.run(lambda: __import__("os").getpid()).values()}
+    assert sharded.index.tolist() == rows.index.tolist() and list(sharded.columns) == list(single.columns)
+    assert sharded.drop(columns="elapsed_ms").equals(single.drop(columns="elapsed_ms"))
+    summary, one = sharded.attrs["summary"], single.attrs["summary"]
+    assert (summary.rows, summary.counts, summary.passed, summary.sessions) == (25, {"ok": 25}, 25, 3)
+    assert (one.rows, one.counts, one.passed, one.sessions) == (25, {"ok": 25}, 25, 1)
+    assert len(summary.latencies_ms) == 25 and len(workers) == 2 and pj.sessions() == []
+
+
+def test_shards_need_an_engine_and_an_approval_in_code() -> None:
+    with pytest.raises(pj.McpSessionError, match="shards > 1 needs an engine"):
+        pj.evaluate(demo_config("x"), "echo", ROWS, shards=2, approve=True)
+    with pytest.raises(pj.McpSessionError, match="approve it in code"):
+        pj.evaluate(demo_config("x"), "echo", ROWS, shards=2, engine=object())  # type: ignore[arg-type]
+    assert pj.sessions() == []
