@@ -15,6 +15,7 @@ from conftest import SERVERS
 from test_published_servers import EVERYTHING
 from test_untrusted import untrusted_http
 
+import purra_jupyter as pj
 from purra_jupyter.cli import EXIT_MET, EXIT_UNCHECKED, EXIT_UNMET, main
 from purra_jupyter.wire import CONFIG_INVALID, CONNECT_FAILED
 
@@ -178,3 +179,12 @@ def test_a_hostile_servers_words_stay_inside_each_format_and_secrets_are_never_p
     assert all(line.startswith(("::error ", "::warning ", "::notice ")) for line in outputs["github"].splitlines())
     ElementTree.fromstring(outputs["junit"].encode())
     assert "\n::error" not in outputs["text"]
+
+
+def test_the_check_never_calls_a_tool(capsys: pytest.CaptureFixture[str], demo_http_url: str) -> None:
+    """Over HTTP, against a demo server that counts what it is asked: the check lists, and calls nothing."""
+    code, out = check(capsys, "--url", demo_http_url, "--require", "echo")
+    assert code == EXIT_MET, out
+    with pj.connect(pj.ServerConfig("counter", url=demo_http_url)) as counter:
+        counts = counter.call("call_counts", {}, raw=True, approve=True).structured_content["counts"]
+    assert counts == {}, counts
