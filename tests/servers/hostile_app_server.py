@@ -81,6 +81,9 @@ REFUSED_REQUESTS = [
 ]
 
 
+# A request to the host waits for the kernel: while Run All still runs cells, its comm message is queued behind them.
+RPC_SECONDS = 20
+
 # Requests the kit answers without going anywhere: an address to open (shown as text) and a log line (to the log).
 LOG_LINE = "<img src=x onerror=window.__pwned=1> a hostile log line"
 ANSWERED = [
@@ -93,7 +96,7 @@ ANSWERED = [
 
 def view_html() -> str:
     asks = "\n".join(
-        [f"  await attempt({name!r}, async () => {{ await rpc({method!r}, {json.dumps(params)}); }});"
+        [f"  await attempt({name!r}, async () => {{ await rpc({method!r}, {json.dumps(params)}); }}, {RPC_SECONDS});"
          for name, method, params in REFUSED_REQUESTS]
         + [f"  await attempt({name!r}, async () => {{ {code}; }});" for name, code in ANSWERED]
     )  # fmt: skip
@@ -124,9 +127,10 @@ const style = css => new Promise(ok => {{
   document.head.appendChild(node);
   setTimeout(ok, 300);
 }});
-const late = () => new Promise((_, no) => setTimeout(() => no(new Error('no end within 3 s')), 3000));
-async function attempt(name, run) {{
-  try {{ await Promise.race([run(), late()]); report(name, 'no error'); }}
+const late = seconds => new Promise((_, no) => setTimeout(() => no(new Error(`no end within ${{seconds}} s`)),
+                                                           seconds * 1000));
+async function attempt(name, run, seconds = 3) {{
+  try {{ await Promise.race([run(), late(seconds)]); report(name, 'no error'); }}
   catch (error) {{ report(name, 'blocked: ' + error.name + ' ' + error.message); }}
 }}
 let nextId = 100;
