@@ -94,7 +94,7 @@ class EvaluationSummary:
         if self.passed is not None:
             lines.append(("check", f"{self.passed} passed, {self.failed} failed"))
         if self.checkpoint is not None:
-            lines.append(("checkpoint", f"{self.checkpoint}: {self.resumed} rows done before, not sent again"))
+            lines.append(("checkpoint", resumed_words(self.checkpoint, self.resumed)))
         return lines
 
     def __repr__(self) -> str:
@@ -114,6 +114,11 @@ class EvaluationSummary:
         picture = image_html(self.chart.data, self.chart.alt) if self.rows else None
         html = tag("div", tag("b", title), table, picture, class_="purra-evaluation", style="text-align:left")
         return {"text/plain": repr(self), "text/html": str(html)}
+
+
+def resumed_words(checkpoint: str, resumed: int) -> str:
+    """What a checkpoint gave a batch, in the words its approval, its log and its summary use."""
+    return f"{checkpoint}: {resumed} rows done before, not sent again"
 
 
 class Rows(HasTraits):
@@ -177,6 +182,14 @@ class Rows(HasTraits):
     def _identity(self, row: int) -> Any:
         """What of row ``row`` its approval covers (the digest is over these)."""
         return self.plans[row].arguments
+
+    shown_what = "arguments of each call"  # what ``_identity`` shows, in the approval's words
+
+    @property
+    def shown_arguments(self) -> tuple[str, Any]:
+        shown = [self._identity(row) for row in self.to_send[:PREVIEW_ROWS]]
+        more = f" (first {len(shown)} of {len(self.to_send)})" if len(self.to_send) > len(shown) else ""
+        return f"{self.shown_what}, sent exactly as shown{more}:", shown
 
     def refused(self, how: str) -> pd.DataFrame:
         self._log(f"denied ({how})")
@@ -357,12 +370,6 @@ class Batch(Rows):
         return f"{self.local} over {len(self.to_send)} rows"
 
     @property
-    def shown_arguments(self) -> tuple[str, Any]:
-        shown = [self.plans[row].arguments for row in self.to_send[:PREVIEW_ROWS]]
-        more = f" (first {len(shown)} of {len(self.to_send)})" if len(self.to_send) > len(shown) else ""
-        return f"arguments of each call, sent exactly as shown{more}:", shown
-
-    @property
     def detail_rows(self) -> tuple[tuple[str, str], ...]:
         refused = self.refused_rows
         spread = f" on each of {self.sessions} sessions" if self.sessions > 1 else ""
@@ -376,7 +383,7 @@ class Batch(Rows):
 
     def _resumed_words(self) -> str:
         assert self.checkpoint is not None
-        return f"{self.checkpoint.path}: {self.resumed} rows done before, not sent again"
+        return resumed_words(str(self.checkpoint.path), self.resumed)
 
     def approved(self, how: str, digest: str) -> None:
         declaration = f"; declares: {self.declaration}" if self.declaration else ""

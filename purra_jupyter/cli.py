@@ -145,13 +145,12 @@ def check(options: ServerOptions, requirement: Requirement, *, timeout: float = 
         config = options.to_config(default_timeout=timeout).with_views(False)
     except McpSessionError as error:
         return CheckReport(options.name, "", requirement, error=error)
-    report = CheckReport(config.name, config.target, requirement)
     try:
         with connect(config, approval="deny") as session:
             catalog = session.catalog
     except McpSessionError as error:
-        return CheckReport(report.server, report.target, requirement, error=error)
-    return CheckReport(report.server, report.target, requirement, catalog, tuple(requirement.problems(catalog)))
+        return CheckReport(config.name, config.target, requirement, error=error)
+    return CheckReport(config.name, config.target, requirement, catalog, tuple(requirement.problems(catalog)))
 
 
 # --- output ------------------------------------------------------------------------------------------------------

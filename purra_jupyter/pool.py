@@ -18,7 +18,7 @@ from .batches import input_rows, merged
 from .calls import check_approve, ms_since
 from .config import ServerConfig
 from .errors import McpSessionError
-from .session import McpSession, connect
+from .session import McpSession, on_own_sessions
 from .wire import CONFIG_INVALID
 
 if TYPE_CHECKING:
@@ -93,26 +93,16 @@ def _check_counts(sessions: int, concurrency: int, raw: bool) -> None:
 def _evaluate_here(
     config: ServerConfig, tool: str, rows: Any, *, sessions: int, approve: bool | None, **options: Any
 ) -> pd.DataFrame | PendingCall:
-    """The evaluation in this process: ``sessions`` sessions opened, the tool bound, the batch, the sessions closed
-    (or left open while the batch waits for a person)."""
-    concurrency = options["concurrency"]
-    opened: list[McpSession] = []
-    try:
-        for index in range(sessions):
-            name = config.name if index == 0 else f"{config.name}-{index + 1}"
-            opened.append(connect(replace(config, name=name)))
+    """The evaluation in this process, on ``sessions`` sessions opened for it, the tool bound on each."""
+    names = [config.name if index == 0 else f"{config.name}-{index + 1}" for index in range(sessions)]
+
+    def work(opened: list[McpSession]) -> pd.DataFrame | PendingCall:
         if not options["raw"]:
             for session in opened:
-                session.bind(tool, concurrency_safe=sessions > 1 or concurrency > 1)
-        outcome: pd.DataFrame | PendingCall = opened[0].evaluate(tool, rows, approve=approve, also_on=opened[1:],
-                                                                 **options)  # fmt: skip
-    except BaseException:
-        for session in opened:
-            session.close("evaluate failed")
-        raise
-    if approve is not None or not hasattr(outcome, "state"):
-        for session in opened:
-            session.close("evaluate done")
+                session.bind(tool, concurrency_safe=sessions > 1 or options["concurrency"] > 1)
+        return opened[0].evaluate(tool, rows, approve=approve, also_on=opened[1:], **options)
+
+    outcome: pd.DataFrame | PendingCall = on_own_sessions([replace(config, name=n) for n in names], work, "evaluate")
     return outcome
 
 

@@ -132,6 +132,7 @@ class Replay(Rows):
     """The recorded calls of a transcript, planned on a session: one decision covers them all."""
 
     question = "Approve this replay of recorded MCP calls?"
+    shown_what = "each call"
     kind = "replay"
     raw = True
     write = None
@@ -191,12 +192,6 @@ class Replay(Rows):
     @property
     def summary(self) -> str:
         return f"{self.label}: {self.tools_line}"
-
-    @property
-    def shown_arguments(self) -> tuple[str, Any]:
-        shown = [self._identity(row) for row in self.to_send[:PREVIEW_ROWS]]
-        more = f" (first {len(shown)} of {len(self.to_send)})" if len(self.to_send) > len(shown) else ""
-        return f"each call, sent exactly as shown{more}:", shown
 
     @property
     def detail_rows(self) -> tuple[tuple[str, str], ...]:

@@ -636,17 +636,11 @@ class _ViewHost:
 
     connection: Connection
     catalog: Callable[[], Catalog]
-    call: Callable[[str, Mapping[str, Any]], Any]
-    read: Callable[[str], Future[ResourceContents]]
+    view_call: Callable[[str, Mapping[str, Any]], Any]
+    view_read: Callable[[str], Future[ResourceContents]]
 
     def view_tools(self) -> Mapping[str, ToolVerdict]:
         return {tool.name: tool for tool in self.catalog().tools}
-
-    def view_call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
-        return self.call(tool, arguments)
-
-    def view_read(self, uri: str) -> Future[ResourceContents]:
-        return self.read(uri)
 
 
 def connect(
@@ -775,14 +769,27 @@ def replay(
     server's later version, or another server, against what was recorded. Decided in code (``approve``), the session
     closes once the replay is done; waiting for a person, it stays open (``pj.sessions()``) until you close it."""
     check_approve(approve)
-    session = connect(config)
+    work = lambda opened: opened[0].replay(transcript, approve=approve, timeout=timeout)  # noqa: E731
+    outcome: pd.DataFrame | PendingCall = on_own_sessions([config], work, "replay")
+    return outcome
+
+
+def on_own_sessions(configs: Sequence[ServerConfig], work: Callable[[list[McpSession]], Any], what: str) -> Any:
+    """``work`` on sessions opened for it alone (one per config, in order). They close once it settled (it failed,
+    or it was decided in code); while its call waits for a person (the call itself came back) they stay open, for
+    that call to run on."""
+    opened: list[McpSession] = []
     try:
-        outcome = session.replay(transcript, approve=approve, timeout=timeout)
+        for config in configs:
+            opened.append(connect(config))
+        outcome = work(opened)
     except BaseException:
-        session.close("replay failed")
+        for session in opened:
+            session.close(f"{what} failed")
         raise
-    if approve is not None or not hasattr(outcome, "state"):
-        session.close("replay done")
+    if not isinstance(outcome, Call):
+        for session in opened:
+            session.close(f"{what} done")
     return outcome
 
 
@@ -797,6 +804,7 @@ __all__ = [
     "McpSession",
     "SessionRegistry",
     "connect",
+    "on_own_sessions",
     "replay",
     "sessions",
     "warm_up",

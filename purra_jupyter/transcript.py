@@ -16,6 +16,7 @@ a stdio MCP server.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -110,10 +111,15 @@ class SavedTranscript:
     header: Mapping[str, Any]
     messages: tuple[TranscriptMessage, ...]
 
+    @functools.cached_property
+    def _responses(self) -> dict[str, TranscriptMessage]:
+        """Each response received, by its request's id (read once, whatever the methods asked for)."""
+        return {_key(m.message["id"]): m for m in self.messages
+                if m.direction == RECEIVED and "id" in m.message and "method" not in m.message}  # fmt: skip
+
     def exchanges(self, method: str) -> list[Exchange]:
         """Each request of ``method`` the session sent, with the response it received (``None``: none came)."""
-        responses = {_key(m.message["id"]): m for m in self.messages
-                     if m.direction == RECEIVED and "id" in m.message and "method" not in m.message}  # fmt: skip
+        responses = self._responses
         return [
             Exchange(request, responses.get(_key(request.message["id"])))
             for request in self.messages

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HANG_GUARD, demo_in_memory
+from conftest import HANG_GUARD, demo_in_memory, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.checkpoint import Checkpoint
@@ -124,10 +123,8 @@ def test_a_batch_in_a_killed_kernel_resumes_every_row_exactly_once(
     path = tmp_path / "killed.jsonl"
     code = KERNEL_BATCH.format(url=demo_http_url, path=str(path))
     client.execute(code)
-    deadline = time.monotonic() + HANG_GUARD * 4
-    while not (path.exists() and path.read_text().count("\n") >= 500):
-        assert time.monotonic() < deadline, "the batch did not get going"
-        time.sleep(0.05)
+    wait_until(lambda: path.exists() and path.read_text().count("\n") >= 500, timeout=HANG_GUARD * 4,
+               what="500 rows of the batch in its checkpoint")  # fmt: skip
     os.kill(manager.provisioner.pid, signal.SIGKILL)
     manager.provisioner.process.wait(timeout=HANG_GUARD)
     kept_before = path.read_text().count("\n")
