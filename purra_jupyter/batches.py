@@ -218,18 +218,19 @@ class Rows(HasTraits):
         are cancelled on the server, the others are not sent. A batch shows its rows' count, not what the server
         says of each (``activity`` stays empty): that is in the session log."""
         self._started = time.perf_counter()
-        limiters: dict[int, anyio.CapacityLimiter] = {}  # one per session the rows go to
+        limiters: dict[int, anyio.Semaphore] = {}  # one per session the rows go to
         async with anyio.create_task_group() as group:
             for row in self.to_send:
                 connection = self.plans[row].connection
-                limiter = limiters.setdefault(id(connection), anyio.CapacityLimiter(self.concurrency))
-                group.start_soon(self._run_row, row, limiter, cancel)
+                if id(connection) not in limiters:
+                    limiters[id(connection)] = anyio.Semaphore(self.concurrency)
+                group.start_soon(self._run_row, row, limiters[id(connection)], cancel)
         if cancel.code is not None:
             stopped = self._counts().get(cancel.code, 0)
             self._log(f"interrupted: {stopped} rows left without a result ({cancel.reason})")
         return self.to_frame()
 
-    async def _run_row(self, row: int, limiter: anyio.CapacityLimiter, cancel: CancelToken) -> None:
+    async def _run_row(self, row: int, limiter: anyio.Semaphore, cancel: CancelToken) -> None:
         plan = self.plans[row]
         async with limiter:
             connection = plan.connection
