@@ -19,7 +19,18 @@ import sys
 import time
 from typing import Any
 
-from .common import DEMO_ARGS, Result, call_request, hosted_raw_client, median, meets, percentile, rotated, time_each
+from .common import (
+    DEMO_ARGS,
+    Result,
+    call_request,
+    hosted_raw_client,
+    median,
+    meets,
+    percentile,
+    purra_handler_on,
+    rotated,
+    time_each,
+)
 
 TARGET = "<= 1.05"  # the kit against the raw SDK plus purra-mcp's handler (the cost every PurrA call has)
 CPU_TARGET_US = 150  # the kit's own process CPU time per call, over the same floor
@@ -27,19 +38,14 @@ ARGUMENTS = {"text": "hi"}
 
 
 def purra_handler(session: Any, tool: str) -> Any:
-    """purra-mcp's registration handler of ``tool``, made by ``discover_mcp_tools`` on the kit's own
-    connection (the same handler every kit call runs)."""
-    from purra.contracts import ToolPolicy
-    from purra_mcp import McpToolBinding, discover_mcp_tools
-
+    """purra-mcp's registration handler of ``tool`` on the kit's own connection (the same handler every kit
+    call runs)."""
     from purra_jupyter.bindings import call_limits
 
-    binding = McpToolBinding(tool, ToolPolicy(mode="read", title=tool, risk_level="read"), None)
     limits = call_limits(session.limits)
-    found = session.connection.request(
-        lambda client: discover_mcp_tools(client, session.name, {tool: binding}, monitor=session.monitor, limits=limits)
+    return session.connection.request(
+        lambda client: purra_handler_on(client, session.name, tool, session.monitor, limits)
     )
-    return found.registrations[0].handler
 
 
 def cpu_each(call: Any, count: int) -> float:

@@ -54,6 +54,17 @@ def hosted_raw_client(args: list[str]) -> Iterator[tuple[Any, ClientSession]]:
         yield portal, client
 
 
+async def purra_handler_on(client: ClientSession, server_id: str, tool: str, monitor: Any, limits: Any) -> Any:
+    """purra-mcp's registration handler of ``tool`` (a read binding) made by ``discover_mcp_tools`` on
+    ``client``: the handler every PurrA call of the kit runs, the floor any PurrA host pays per call."""
+    from purra.contracts import ToolPolicy
+    from purra_mcp import McpToolBinding, discover_mcp_tools
+
+    binding = McpToolBinding(tool, ToolPolicy(mode="read", title=tool, risk_level="read"), None)
+    found = await discover_mcp_tools(client, server_id, {tool: binding}, monitor=monitor, limits=limits)
+    return found.registrations[0].handler
+
+
 def call_request(tool: str, arguments: dict[str, Any]) -> Any:
     """A ``tools/call`` request as ``ClientSession.send_request`` takes it."""
     from mcp import types
