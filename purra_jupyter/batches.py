@@ -176,6 +176,11 @@ class Rows(HasTraits):
         return [(row, result) for row, result in enumerate(self.results)
                 if row not in to_send and row not in self._ran and result is not None]  # fmt: skip
 
+    def refused_details(self, name: Callable[[int], str]) -> list[tuple[str, str]]:
+        """The first refused rows as an approval's detail lines: what the row is (``name(row)``), why it was refused."""
+        shown = self.refused_rows[:PREVIEW_ROWS]
+        return [(name(row), f"{result.error_code}: {result.message}") for row, result in shown]
+
     def digest(self) -> str:
         return calls.arguments_digest([self._identity(row) for row in self.to_send])
 
@@ -378,9 +383,9 @@ class Batch(Rows):
         if refused:
             calls_line += f"; {len(refused)} rows refused before approval, never sent:"
         labels = list(self.frame.index)
-        rows = [(f"refused row {labels[row]}", f"{result.error_code}: {result.message}") for row, result in refused]
+        rows = self.refused_details(lambda row: f"refused row {labels[row]}")
         resumed = [("checkpoint", self._resumed_words())] if self.checkpoint is not None else []
-        return (("batch", calls_line), *resumed, *self.probe.detail_rows, *rows[:PREVIEW_ROWS])
+        return (("batch", calls_line), *resumed, *self.probe.detail_rows, *rows)
 
     def _resumed_words(self) -> str:
         assert self.checkpoint is not None

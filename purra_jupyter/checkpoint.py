@@ -74,13 +74,12 @@ def _parsed(line: str, where: str) -> tuple[str, Result]:
     try:
         entry: Any = json.loads(line)
         key, kind, data = entry["key"], entry["kind"], entry["result"]
+        if not isinstance(key, str) or kind not in (ENVELOPE, RAW):
+            raise ValueError(kind)
         result: Result = Envelope(**data) if kind == ENVELOPE else RawResult(**data)
     except (ValueError, TypeError, KeyError):
-        raise McpSessionError(
-            CONFIG_INVALID, f"{where}: not a checkpoint row; remove the file to start anew."
-        ) from None
-    if not isinstance(key, str) or kind not in (ENVELOPE, RAW):
-        raise McpSessionError(CONFIG_INVALID, f"{where}: not a checkpoint row; remove the file to start anew.")
+        message = f"{where}: not a checkpoint row; remove the file to start anew."
+        raise McpSessionError(CONFIG_INVALID, message) from None
     return key, result
 
 

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from .errors import McpSessionError
 from .names import visible
+from .purra_adapter import canonical_json
 from .transcript import SavedTranscript, load
 
 INVALID_PARAMS = -32602
@@ -32,7 +33,7 @@ def _key(method: str, params: Any) -> str:
     if method in ANY_PARAMS:
         return method
     kept = {k: v for k, v in params.items() if k != "_meta"} if isinstance(params, Mapping) else params
-    return json.dumps([method, kept or {}], sort_keys=True, separators=(",", ":"))
+    return canonical_json([method, kept or {}])
 
 
 class RecordedAnswers:

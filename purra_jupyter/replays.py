@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import calls
-from .batches import PREVIEW_ROWS, Rows
+from .batches import Rows
 from .bindings import Bindings
 from .calls import CallPlan, Result
 from .catalog import CALLABLE, NOT_CALLABLE, READ, Catalog, ToolVerdict, digest_of, verdict_of
@@ -199,8 +199,7 @@ class Replay(Rows):
         line = f"{len(self.to_send)} of {len(self.recorded)} recorded calls from {self.source}, one at a time"
         if refused:
             line += f"; {len(refused)} not sent (refused now, before approval):"
-        rows = [(f"call {row + 1} ({self.recorded[row].tool})", f"{result.error_code}: {result.message}")
-                for row, result in refused[:PREVIEW_ROWS]]  # fmt: skip
+        rows = self.refused_details(lambda row: f"call {row + 1} ({self.recorded[row].tool})")
         return (("replay", line), *rows)
 
     def _identity(self, row: int) -> Any:
