@@ -2,8 +2,10 @@
 
 A ``ServerConfig`` is either stdio (``command``) or Streamable HTTP (``url``, with static headers or the
 MCP authorization flow, ``OAuth``). The command and its arguments go to the OS as a list, never through a
-shell. Header and env *values*, a client secret and every token are secrets: ``repr``, errors and logs show
-them as ``***``.
+shell. ``repr`` shows header and env *values* as ``***``. What the kit scrubs from everything a server sends
+(``ServerConfig.secrets``) is narrower, so a server's words stay readable: header values, a client secret and
+every token always; env values whose names say they are secrets (``API_KEY``, ``GITHUB_TOKEN`` ...) or that the
+person lists in ``secret_env``; and the query values of the URL.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeAlias
-from urllib.parse import unquote_plus, urlsplit
+from urllib.parse import quote, quote_plus, unquote_plus, urlsplit
 
 from .errors import McpSessionError, server_words, shown
 from .wire import CONFIG_INVALID, HTTP, MEMORY, STDIO
@@ -32,6 +34,11 @@ MAX_TIMEOUT_SECONDS = 300.0  # purra-mcp's McpToolLimits.timeout_ms maximum
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # purra-mcp's server id rule: the name is the server id
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
 _ENV_NAME = re.compile(r"[^=\x00]+")
+# An env name that says its value is a secret (``OPENAI_API_KEY``, ``GH_TOKEN``, ``DB_PASSWORD`` ...): scrubbed from
+# what the server sends. Other env values (``PORT=8080``, ``MCP_LOG_LEVEL=error``) are not: they would garble its words.
+SECRET_ENV_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|PWD|AUTH|CREDENTIAL|PRIVATE|COOKIE|SIGNATURE", re.IGNORECASE
+)
 _LINE_BREAKS = ("\x00", "\n", "\r")
 
 
@@ -150,6 +157,8 @@ class ServerConfig:
     command: str | None = field(default=None, kw_only=True)
     args: Sequence[str] = field(default=(), kw_only=True)
     env: Mapping[str, str] | None = field(default=None, kw_only=True)
+    # Names of ``env`` entries whose values are secrets although their names do not say so (see ``secrets``).
+    secret_env: Sequence[str] = field(default=(), kw_only=True)
     cwd: str | Path | None = field(default=None, kw_only=True)
     url: str | None = field(default=None, kw_only=True)
     headers: Mapping[str, str] | None = field(default=None, kw_only=True)
@@ -179,6 +188,7 @@ class ServerConfig:
             raise _invalid(f"Server '{self.name}': views must be True, False or None (the session decides).")
         # Freeze containers so a config cannot change after it was validated.
         object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "secret_env", tuple(self.secret_env))
         for name in ("env", "headers"):
             value = getattr(self, name)
             if value is not None:
@@ -202,12 +212,17 @@ class ServerConfig:
             _check_no_line_breaks(where, f"args[{index}]", arg)
         if self.env is not None:
             _check_string_mapping(where, "env", self.env, _ENV_NAME)
+        if isinstance(self.secret_env, str) or not all(isinstance(name, str) for name in self.secret_env):
+            raise _invalid(f"{where}: secret_env must be a list of env names.")
+        unknown = [name for name in self.secret_env if name not in (self.env or {})]
+        if unknown:
+            raise _invalid(f"{where}: secret_env names {unknown[0]!r}, which env does not set.")
         if self.cwd is not None and (not isinstance(self.cwd, str | Path) or "\x00" in str(self.cwd)):
             raise _invalid(f"{where}: cwd must be a directory path without NUL characters.")
 
     def _check_http(self) -> None:
         where = f"Server '{self.name}'"
-        if self.args or self.env is not None or self.cwd is not None:
+        if self.args or self.env is not None or self.secret_env or self.cwd is not None:
             raise _invalid(f"{where}: args, env and cwd apply to stdio servers only, not to a url server.")
         if not isinstance(self.url, str) or any(c in self.url for c in (*_LINE_BREAKS, " ")):
             raise _invalid(f"{where}: url must be a string without spaces or line breaks.")
@@ -235,7 +250,14 @@ class ServerConfig:
 
     def _check_memory(self) -> None:
         where = f"Server '{self.name}'"
-        if self.args or self.env is not None or self.cwd is not None or self.headers is not None or self.oauth:
+        if (
+            self.args
+            or self.env is not None
+            or self.secret_env
+            or self.cwd is not None
+            or self.headers is not None
+            or self.oauth
+        ):
             raise _invalid(f"{where}: args, env, cwd, headers and oauth do not apply to a server in this process.")
         if not all(callable(getattr(self.server, name, None)) for name in ("run", "create_initialization_options")):
             raise _invalid(f"{where}: server must be an MCP server object (mcp.server.lowlevel.Server).")
@@ -253,12 +275,18 @@ class ServerConfig:
         """The same server with tools' views on or off."""
         return replace(self, views=views)
 
+    def is_secret_env(self, name: str) -> bool:
+        """Whether the env value of ``name`` is a secret: its name says so, or ``secret_env`` lists it."""
+        return name in self.secret_env or SECRET_ENV_NAME.search(name) is not None
+
     @property
     def secrets(self) -> tuple[str, ...]:
-        """Every header and env value, the credential after a header's scheme word (``Bearer <token>``), and
-        every query value of the URL (tokens often travel there; ``redact_url`` hides them where the kit
-        shows a URL, this catches them in texts that httpx, the SDK or a server build)."""
-        values = [*(self.env or {}).values(), *(self.headers or {}).values(), *_query_values(self.url)]
+        """What is scrubbed from everything the server sends: every header value and the credential after a
+        header's scheme word (``Bearer <token>``), the client secret, the env values ``is_secret_env`` names, and
+        every query value of the URL (tokens often travel there; ``redact_url`` hides them where the kit shows a
+        URL, this catches them in texts that httpx, the SDK or a server build)."""
+        env = [value for name, value in (self.env or {}).items() if self.is_secret_env(name)]
+        values = [*env, *(self.headers or {}).values(), *_query_values(self.url)]
         values += [value.split(" ", 1)[1] for value in (self.headers or {}).values() if " " in value.strip()]
         if self.oauth is not None and self.oauth.client_secret is not None:
             values.append(self.oauth.client_secret)
@@ -279,6 +307,8 @@ class ServerConfig:
             parts += [f"command={self.command!r}", f"args={list(self.args)!r}"]
             if self.env is not None:
                 parts.append(f"env={ {key: REDACTED for key in self.env}!r}")
+            if self.secret_env:
+                parts.append(f"secret_env={list(self.secret_env)!r}")
             if self.cwd is not None:
                 parts.append(f"cwd={self.cwd!r}")
         elif self.server is not None:
@@ -297,28 +327,52 @@ class ServerConfig:
     __str__ = __repr__
 
 
-class Scrubber:
-    """Replaces each secret value in a text by ``***``, longest first, so no part of one is left showing.
+def transit_forms(secret: str) -> set[str]:
+    """The forms a secret takes on its way back from a server: as it is, JSON-escaped (a string inside a JSON text a
+    server quotes, with and without ASCII escapes) and URL-encoded (a query or a path)."""
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], quote(secret, safe=""),
+             quote(secret), quote_plus(secret)}  # fmt: skip
+    return {form for form in forms if len(form) >= MIN_SCRUBBED_CHARS}
 
-    Text is scrubbed whole, then cut (``shown``, ``words``, ``cut``): cut first, a secret across the cut would
-    leave its first part. Values of fewer than ``MIN_SCRUBBED_CHARS`` characters are not searched for."""
+
+class Scrubber:
+    """Replaces each secret by ``***``, in every form ``transit_forms`` names, longest first, so no part of one is
+    left showing: in a text (``__call__``) or in every string of a JSON value, keys included (``value``).
+
+    A server's message is scrubbed as values, once, where it enters (``ingress``); text that is not JSON (stderr,
+    an HTTP body, what httpx or the SDK say) where it is read. Text is scrubbed whole, then cut (``shown``,
+    ``words``, ``cut``): cut first, a secret across the cut would leave its first part. Values of fewer than
+    ``MIN_SCRUBBED_CHARS`` characters are not searched for. A secret the server transforms (base64, reversed,
+    split) is out of reach."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self._values: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
-        self.longest = 0  # characters of the longest secret: what a reader keeps past a cut (see ``margin``)
+        self.longest = 0  # characters of the longest form: what a reader keeps past a cut (see ``margin``)
         self.add(*secrets)
 
     def add(self, *secrets: str) -> None:
         """Scrub these too from now on (tokens the authorization flow obtains)."""
-        self._values |= {value for value in secrets if len(value) >= MIN_SCRUBBED_CHARS}
+        for secret in secrets:
+            self._values |= transit_forms(secret)
         values = sorted(self._values, key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, values))) if values else None
         self.longest = len(values[0]) if values else 0
 
+    def __bool__(self) -> bool:
+        """Whether there is anything to scrub."""
+        return self._pattern is not None
+
     def __call__(self, text: str) -> str:
         pattern = self._pattern  # one reading: another thread may add a secret meanwhile
         return pattern.sub(REDACTED, text) if pattern is not None else text
+
+    def value(self, value: Any) -> Any:
+        """A JSON value with every string in it scrubbed (object keys too); the same object when nothing changed."""
+        pattern = self._pattern
+        if pattern is None:
+            return value
+        return _scrubbed(value, pattern)
 
     def margin(self, chars: int) -> int:
         """How many bytes of UTF-8 a reader keeps to show ``chars`` characters scrubbed: enough that a secret
@@ -337,6 +391,28 @@ class Scrubber:
     def words(self, text: str) -> str:
         """A server's own words as a result keeps them: scrubbed, then ``errors.server_words``."""
         return server_words(self(text))
+
+
+def _scrubbed(value: Any, pattern: re.Pattern[str]) -> Any:
+    """``value`` with ``pattern`` replaced in every string (its depth is bounded where it was parsed)."""
+    if isinstance(value, str):
+        return pattern.sub(REDACTED, value)
+    if not isinstance(value, dict | list):
+        return value
+    changed = False
+
+    def item(inner: Any) -> Any:
+        nonlocal changed
+        new = _scrubbed(inner, pattern)
+        changed = changed or new is not inner
+        return new
+
+    if isinstance(value, list):
+        items = [item(inner) for inner in value]
+        return items if changed else value
+    pairs = {(pattern.sub(REDACTED, key) if isinstance(key, str) else key): item(inner) for key, inner in value.items()}
+    changed = changed or any(isinstance(key, str) and pattern.search(key) for key in value)
+    return pairs if changed else value
 
 
 def _check_name(name: object) -> None:

@@ -34,6 +34,7 @@ from . import purra_adapter, runner
 from .app_meta import EXTENSION, VIEW_MIME
 from .config import Scrubber, ServerConfig
 from .errors import KEPT_APART, McpSessionError
+from .ingress import Ingress, NotJsonRpc
 from .names import one_line
 from .sdk_errors import DISCOVER, DISCOVER_KEYS, MODERN_ERA, MODERN_ONLY_CODES, ErrorSeam, offending_line, versions_in
 from .session_log import DETAIL_CHARS, LogEntry, SessionLog
@@ -315,6 +316,7 @@ class Connection(HasTraits):
         self._limits = limits
         self.scrub = Scrubber(config.secrets)
         self.log = SessionLog(self.scrub)
+        self.ingress = Ingress(self.scrub, self.log.add)  # the one door of the server's messages
         self.errors = ErrorSeam(config, transport.kind, self.scrub, lambda: transport.stderr)
         self.transcript = Transcript(config.name, transport.kind, config.target, self.scrub) if record else None
         self.requests = RequestTracker(
@@ -340,10 +342,13 @@ class Connection(HasTraits):
         if transcript is None:
             return None
 
+        scrub = self.scrub if direction == SENT else None  # (what the server sent was scrubbed where it entered)
+
         def record(item: Any) -> None:
             message = getattr(item, "message", None)  # (an exception read in place of a message is not one)
             if message is not None:
-                transcript.record(direction, message.model_dump(mode="json", by_alias=True, exclude_none=True))
+                value = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+                transcript.record(direction, scrub.value(value) if scrub is not None else value)
 
         return record
 
@@ -410,7 +415,7 @@ class Connection(HasTraits):
 
     def _context(self) -> TransportContext:
         return TransportContext(
-            scrub=self.scrub,
+            ingress=self.ingress,
             note=self.log.add,
             request_failed=self.requests.failed,
             session_ended=self._fail,
@@ -508,7 +513,7 @@ class Connection(HasTraits):
                        "may be; it was not read", RESULT_TOO_LARGE)  # fmt: skip
         elif isinstance(message, Exception):  # the line goes to the log and the failure's server_text, not its cause
             if not self.ending.cause:  # the first one ends the session; what follows is its echo
-                line = offending_line(message, self.scrub)
+                line = message.excerpt if isinstance(message, NotJsonRpc) else offending_line(message, self.scrub)
                 self.log.add(EVENT_ERROR, f"the server's line that is not valid JSON-RPC: {line}")
                 self.ending.server_text = line
             self._fail(f"the server sent a message that is not valid JSON-RPC (its line is {KEPT_APART}, and in "

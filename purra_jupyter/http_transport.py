@@ -42,8 +42,9 @@ from mcp.client.streamable_http import LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCResponse, RequestId
 
-from .config import Scrubber, ServerConfig, is_secure, redact_url
+from .config import ServerConfig, is_secure, redact_url
 from .errors import SERVER_TEXT_CHARS, SERVER_TEXT_NOTE
+from .ingress import Ingress, NotJsonRpc
 from .oauth import AuthFailed, AuthorizationRequest, IssuerCheck, Person, forget_tokens, provider
 from .sse import EventStream, MessageTooLarge
 from .transport import Failure, Streams, TransportContext
@@ -113,14 +114,15 @@ class SharedSession:
     """What the exchanges of one session share: the server's session id and protocol version, whether the
     session ended; and how they report: a ``Failure``, a log row, the end, each scrubbed."""
 
-    def __init__(self, config: ServerConfig, events: TransportEvents, scrub: Scrubber) -> None:
+    def __init__(self, config: ServerConfig, events: TransportEvents, ingress: Ingress) -> None:
         self.url = config.url or ""
         self.server = f"Server '{config.name}'"
         self.id: str | None = None
         self.protocol_version: str | None = None
         self.ended = False
         self._events = events
-        self._scrub = scrub
+        self._ingress = ingress
+        self._scrub = ingress.scrub
 
     def headers(self, *, accept: str = f"{JSON}, {SSE}") -> dict[str, str]:
         headers = {"accept": accept, "content-type": JSON}
@@ -138,6 +140,10 @@ class SharedSession:
     def note(self, detail: str) -> None:
         self._events.note(EVENT_ERROR, self._scrub(detail))
 
+    def shown(self, text: str) -> str:
+        """Server text a message quotes (scrubbed, on one line, bounded)."""
+        return self._scrub.shown(text)
+
     def failure(self, code: str, message: str, *, answered: bool = True, server_text: str = "") -> Failure:
         note = f" {SERVER_TEXT_NOTE}" if server_text else ""
         return Failure(code, self._scrub(f"{self.server} {message}.{note}"), answered, self._scrub(server_text))
@@ -154,10 +160,11 @@ class SharedSession:
         text = "\n".join(filter(None, (response.reason_phrase.strip(), body[:limit].decode("utf-8", "replace"))))
         return self._scrub.words(text)
 
-    def parsed(self, data: bytes, what: str) -> JSONRPCMessage:
+    def parsed(self, data: bytes, what: str) -> JSONRPCMessage | None:
+        """The message ``data`` holds, through the session's ingress (``None``: a notification it dropped)."""
         try:
-            return JSONRPCMessage.model_validate_json(data)
-        except ValueError:
+            return self._ingress.message(data)
+        except NotJsonRpc:
             excerpt = self._scrub.words(data[: self._scrub.margin(SERVER_TEXT_CHARS)].decode("utf-8", "replace"))
             raise self.failed(PROTOCOL_ERROR, f"{what} that is not JSON-RPC", server_text=excerpt) from None
 
@@ -210,7 +217,6 @@ class _Exchanges:
         incoming: MemoryObjectSendStream[SessionMessage | Exception],
         *,
         max_message_bytes: int,
-        scrub: Scrubber,
     ) -> None:
         self._session = session
         self._timeout = config.timeout
@@ -218,7 +224,6 @@ class _Exchanges:
         self._client = client
         self._incoming = incoming
         self._max = max_message_bytes
-        self._scrub = scrub
 
     async def answer(self, message: JSONRPCMessage, sent: _Sent) -> Failure | None:
         """POST ``message`` and forward its answer; ``None`` once it came (or the session ended)."""
@@ -293,10 +298,10 @@ class _Exchanges:
         a server send for a request it refuses, e.g. a protocol version it does not speak); if so it goes to the
         session as that answer, the error the server meant."""
         try:
-            message = JSONRPCMessage.model_validate_json(body)
-        except ValueError:
+            message = self._session.parsed(body, "")
+        except _Failed:
             return False
-        if not isinstance(message.root, JSONRPCError) or message.root.id != sent.id:
+        if message is None or not isinstance(message.root, JSONRPCError) or message.root.id != sent.id:
             return False
         return await self._take(message, sent)
 
@@ -352,8 +357,11 @@ class _Exchanges:
             return f"the connection broke: {error.__class__.__name__}"
         return "the stream ended"
 
-    async def _take(self, message: JSONRPCMessage, sent: _Sent | None) -> bool:
-        """Forward one server message to the session; ``True`` when it is the answer to ``sent``."""
+    async def _take(self, message: JSONRPCMessage | None, sent: _Sent | None) -> bool:
+        """Forward one server message to the session (none: the ingress dropped it); ``True`` when it is the answer
+        to ``sent``."""
+        if message is None:
+            return False
         answer = sent is not None and self._answers(message.root, sent)
         await self._incoming.send(SessionMessage(message))
         return answer
@@ -406,7 +414,7 @@ class _Exchanges:
                     kind = _content_type(response)
                     if response.status_code != 200 or kind != SSE:
                         session.note(f"{server} refused its own event stream (HTTP {response.status_code}, "
-                                     f"{self._scrub.shown(kind) or 'no content type'}); not reopened")  # fmt: skip
+                                     f"{session.shown(kind) or 'no content type'}); not reopened")  # fmt: skip
                         return
                     failures = 0
                     ended = await self._read_events(response, stream, None)
@@ -445,7 +453,7 @@ class HttpTransport:
         events: TransportEvents,
         *,
         max_message_bytes: int,
-        scrub: Scrubber,
+        ingress: Ingress,
         grace: Callable[[], float],
         auth: OAuthClientProvider | None = None,
     ) -> None:
@@ -455,9 +463,8 @@ class HttpTransport:
         self._tasks = tasks
         self._events = events
         self._grace = grace
-        self._session = SharedSession(config, events, scrub)
-        self._exchanges = _Exchanges(self._session, config, client, incoming, max_message_bytes=max_message_bytes,
-                                     scrub=scrub)  # fmt: skip
+        self._session = SharedSession(config, events, ingress)
+        self._exchanges = _Exchanges(self._session, config, client, incoming, max_message_bytes=max_message_bytes)
         self._inflight: dict[RequestId, anyio.CancelScope] = {}
 
     async def forget_authorization(self) -> None:
@@ -546,20 +553,20 @@ async def open_http(
     events: TransportEvents,
     *,
     max_message_bytes: int,
-    scrub: Scrubber,
+    ingress: Ingress,
     grace: Callable[[], float],
     person: Person | None = None,
 ) -> AsyncIterator[tuple[Any, Any, HttpTransport]]:
-    """The streams ``ClientSession`` reads and writes, and the transport behind them; ``scrub`` also takes each
-    secret the authorization flow obtains; ``grace()`` is how long the session's ``DELETE`` may take at the end
-    (at most ``CLOSE_GRACE``); ``person`` answers the flow when the config's OAuth has no ``authorize``
-    function."""
+    """The streams ``ClientSession`` reads and writes (every message read through ``ingress``), and the transport
+    behind them; the ingress' scrubber also takes each secret the authorization flow obtains; ``grace()`` is how
+    long the session's ``DELETE`` may take at the end (at most ``CLOSE_GRACE``); ``person`` answers the flow when
+    the config's OAuth has no ``authorize`` function."""
     incoming_writer, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    auth = provider(config, scrub.add, person) if config.oauth is not None else None
+    auth = provider(config, ingress.scrub.add, person) if config.oauth is not None else None
     async with _http_client(config, events, auth) as client, anyio.create_task_group() as tasks:
         transport = HttpTransport(
-            config, client, incoming_writer, tasks, events, max_message_bytes=max_message_bytes, scrub=scrub,
+            config, client, incoming_writer, tasks, events, max_message_bytes=max_message_bytes, ingress=ingress,
             grace=grace, auth=auth,
         )  # fmt: skip
         tasks.start_soon(transport.send_all, outgoing_reader)
@@ -658,7 +665,7 @@ class StreamableHttpTransport:
         if config.oauth is not None and self._ask is not None:
             person = Person(config.name, self._ask, context.persons_turn, config.oauth.timeout)
         events = TransportEvents(context.request_failed, context.session_ended, context.note)
-        opened = open_http(config, events, max_message_bytes=context.max_message_bytes(), scrub=context.scrub,
+        opened = open_http(config, events, max_message_bytes=context.max_message_bytes(), ingress=context.ingress,
                            grace=context.grace, person=person)  # fmt: skip
         async with opened as (read, write, self._http):
             yield read, write

@@ -1,8 +1,9 @@
 """An MCP server object in this process, reached over memory streams: no process, no pipe, no network.
 
 For a server a notebook or a test builds itself (the SDK's low-level ``Server``): the kit's whole session (the
-monitor, the listing, bindings, calls, deadlines and cancellation) runs as it does over stdio or HTTP; only the
-bytes on a wire are missing. The server runs as a task on the runner's loop, and leaving ``open`` ends it.
+monitor, the listing, bindings, calls, deadlines and cancellation) runs as it does over stdio or HTTP, each message
+of the server's through the connection's ``Ingress`` as a line would be; only the bytes on a wire are missing. The
+server runs as a task on the runner's loop, and leaving ``open`` ends it.
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ class MemoryTransport:
         from mcp.shared.memory import create_client_server_memory_streams
 
         server = self._server
-        async with create_client_server_memory_streams() as (client, (read, write)), anyio.create_task_group() as tasks:
-            tasks.start_soon(lambda: server.run(read, write, server.create_initialization_options()))
-            try:
-                yield client
-            finally:
-                tasks.cancel_scope.cancel()
+        async with create_client_server_memory_streams() as ((from_server, to_server), (read, write)):
+            async with anyio.create_task_group() as tasks, context.ingress.admit_all(from_server) as admitted:
+                tasks.start_soon(lambda: server.run(read, write, server.create_initialization_options()))
+                try:
+                    yield admitted, to_server
+                finally:
+                    tasks.cancel_scope.cancel()
 
     async def ended(self) -> None:
         """(Nothing comes after the server's task.)"""

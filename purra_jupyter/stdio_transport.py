@@ -35,6 +35,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectReceiveStream, Ob
 
 from . import runner
 from .config import Scrubber, ServerConfig
+from .ingress import Ingress
 from .transport import RequestId, TransportContext
 from .wire import EVENT_STDERR, STDIO
 
@@ -180,9 +181,8 @@ class StdioTransport:
     @asynccontextmanager
     async def open(self, context: TransportContext) -> AsyncIterator[Streams]:
         tail = self._stderr = StderrTail(lambda line: context.note(EVENT_STDERR, line), context.scrub)
-        stdio = open_stdio(
-            self._config, tail.writer, max_message_bytes=context.max_message_bytes(), grace=context.grace
-        )
+        stdio = open_stdio(self._config, tail.writer, context.ingress, max_message_bytes=context.max_message_bytes(),
+                           grace=context.grace)  # fmt: skip
         async with contextlib.AsyncExitStack() as stack:
             try:
                 streams = await stack.enter_async_context(stdio)
@@ -203,14 +203,15 @@ class StdioTransport:
 
 @asynccontextmanager
 async def open_stdio(
-    config: ServerConfig, errlog: IO[bytes], *, max_message_bytes: int, grace: Callable[[], float]
+    config: ServerConfig, errlog: IO[bytes], ingress: Ingress, *, max_message_bytes: int, grace: Callable[[], float]
 ) -> AsyncIterator[Streams]:
     """Start the server with ``errlog`` as its stderr and yield the SDK's message streams over its stdin and
-    stdout; on leaving, however that happens, the server's process group ends, each step given ``grace()``
-    seconds (asked when it ends: a failed connect has only what is left of its deadline)."""
+    stdout (each line read through ``ingress``); on leaving, however that happens, the server's process group ends,
+    each step given ``grace()`` seconds (asked when it ends: a failed connect has only what is left of its
+    deadline)."""
     if sys.platform == "win32":
-        async with _sdk_stdio(config, errlog) as streams:
-            yield streams
+        async with _sdk_stdio(config, errlog) as (read, write), ingress.admit_all(read) as admitted:
+            yield admitted, write
         return
     process = await anyio.open_process(
         [config.command or "", *config.args],
@@ -221,20 +222,20 @@ async def open_stdio(
     )
     try:
         await runner.off_loop(importlib.import_module, SDK_MODULE)
-        async with _lines(process, max_message_bytes) as streams:
+        async with _lines(process, ingress, max_message_bytes) as streams:
             yield streams
     finally:
         await _end(process, grace())
 
 
 @asynccontextmanager
-async def _lines(process: Process, max_bytes: int) -> AsyncIterator[Streams]:
+async def _lines(process: Process, ingress: Ingress, max_bytes: int) -> AsyncIterator[Streams]:
     assert process.stdin is not None and process.stdout is not None
     to_session, read = anyio.create_memory_object_stream[Any](0)
     write, from_session = anyio.create_memory_object_stream[Any](0)
     async with anyio.create_task_group() as tasks, to_session, read, write, from_session:
         reading = anyio.CancelScope()
-        tasks.start_soon(_read, process.stdout, to_session, max_bytes, reading)  # its end ends the read stream
+        tasks.start_soon(_read, process.stdout, to_session, ingress, max_bytes, reading)  # its end ends the read stream
         tasks.start_soon(_write, from_session, process.stdin)
         tasks.start_soon(_after_exit, process, reading)
         try:
@@ -244,15 +245,17 @@ async def _lines(process: Process, max_bytes: int) -> AsyncIterator[Streams]:
 
 
 async def _read(
-    stdout: ByteReceiveStream, to_session: ObjectSendStream[Any], max_bytes: int, scope: anyio.CancelScope
+    stdout: ByteReceiveStream,
+    to_session: ObjectSendStream[Any],
+    ingress: Ingress,
+    max_bytes: int,
+    scope: anyio.CancelScope,
 ) -> None:
-    """Each line of the server's stdout as a ``SessionMessage``, or the exception that says why it is not one;
-    the end of the stream (or of ``scope``) ends the session's read stream. A line's parts are joined once, when
-    its end comes (a long line would otherwise be copied again with each chunk); a line over ``max_bytes`` is
-    not kept: ``LineTooLong`` goes to the session and reading ends."""
-    from mcp.shared.message import SessionMessage
-    from mcp.types import JSONRPCMessage
-
+    """Each line of the server's stdout as a ``SessionMessage`` (through ``ingress``; a line it drops is not handed
+    on), or the exception that says why it is not one; the end of the stream (or of ``scope``) ends the session's
+    read stream. A line's parts are joined once, when its end comes (a long line would otherwise be copied again
+    with each chunk); a line over ``max_bytes`` is not kept: ``LineTooLong`` goes to the session and reading
+    ends."""
     async with to_session:
         with scope:
             pending: list[bytes] = []
@@ -267,12 +270,8 @@ async def _read(
                 held += len(rest)
                 for line in lines:
                     too_long = len(line) > max_bytes
-                    try:
-                        message: Any = LineTooLong(max_bytes) if too_long else SessionMessage(
-                            JSONRPCMessage.model_validate_json(line.decode("utf-8")))  # fmt: skip
-                    except Exception as exc:  # not JSON-RPC (or not UTF-8): the session decides what that means
-                        message = exc
-                    if not await _hand_on(to_session, message) or too_long:
+                    message = LineTooLong(max_bytes) if too_long else ingress.admitted(line)
+                    if (message is not None and not await _hand_on(to_session, message)) or too_long:
                         return
                 if held > max_bytes:
                     pending.clear()  # (memory back before the session hears of it)

@@ -8,25 +8,28 @@ Saved as JSON Lines (``Transcript.save``), format ``purra-jupyter.transcript/1``
 - each further line, one message: ``{"t_ms": milliseconds since "started", "dir": "sent" | "received", "message":
   the JSON-RPC message as it crossed the transport}``.
 
-Every header and env value of the server's config (and every token the authorization flow obtained) is ``***`` in
-the file, as everywhere the kit shows server text (so a request that carried a secret is kept with ``***`` in its
-place). ``python -m purra_jupyter.mock FILE`` serves a transcript back as
-a stdio MCP server.
+Every secret of the server's config (``ServerConfig.secrets``, and every token the authorization flow obtained) is
+``***`` in every string of every message, as everywhere the kit shows server text: what the server sent was scrubbed
+where it entered (``ingress``), what the kit sent is scrubbed as it is recorded (so a request that carried a secret
+is kept with ``***`` in its place). The file is written by ``untrusted.json_line`` and read back as untrusted input
+(``load``). ``python -m purra_jupyter.mock FILE`` serves a transcript back as a stdio MCP server.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .errors import McpSessionError
+from .untrusted import FileRefused, json_line, read_lines
 from .wire import CONFIG_INVALID
 
 FORMAT = "purra-jupyter.transcript/1"
@@ -62,7 +65,6 @@ class Transcript:
     ) -> None:
         self.header: dict[str, Any] = {"format": FORMAT, "server": server, "transport": transport,
                                        "target": scrub(target), "started": datetime.now(UTC).isoformat()}  # fmt: skip
-        self._scrub = scrub
         self._started = time.perf_counter()
         self._messages: list[TranscriptMessage] = []
         self._bytes = 0
@@ -72,15 +74,16 @@ class Transcript:
         self._lock = threading.Lock()
 
     def record(self, direction: str, message: Mapping[str, Any]) -> None:
-        """Keep ``message`` (scrubbed), unless the transcript is full: then count it as dropped."""
+        """Keep ``message`` (scrubbed by the caller, as values), unless the transcript is full: then count it as
+        dropped."""
         t_ms = round((time.perf_counter() - self._started) * 1000, 3)
-        text = self._scrub(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+        size = len(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
         with self._lock:
-            if len(self._messages) >= self._max_messages or self._bytes + len(text) > self._max_bytes:
+            if len(self._messages) >= self._max_messages or self._bytes + size > self._max_bytes:
                 self.dropped += 1
                 return
-            self._bytes += len(text)
-            self._messages.append(TranscriptMessage(t_ms, direction, json.loads(text)))
+            self._bytes += size
+            self._messages.append(TranscriptMessage(t_ms, direction, message))
 
     @property
     def messages(self) -> list[TranscriptMessage]:
@@ -96,7 +99,7 @@ class Transcript:
         header = {**self.header, "messages": len(messages), "dropped": self.dropped}
         lines = [header, *(message.to_json() for message in messages)]
         target = Path(path)
-        target.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+        target.write_text("".join(json_line(line) for line in lines), encoding="utf-8")
         return target
 
     def __repr__(self) -> str:
@@ -149,33 +152,36 @@ def _key(request_id: Any) -> str:
 
 
 def load(path: str | Path) -> SavedTranscript:
-    """Read a transcript file; ``mcp_config_invalid`` (with the line) if it is not one."""
+    """Read a transcript file, as untrusted input (``untrusted.read_lines``'s bounds); ``mcp_config_invalid`` naming
+    the file and the line when it is not one."""
     where = Path(path)
+
+    def refused(why: str, number: int) -> McpSessionError:
+        return McpSessionError(CONFIG_INVALID, f"{where}, line {number}: {why}.")
+
     try:
-        lines = where.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.__class__.__name__
-        raise McpSessionError(CONFIG_INVALID, f"Cannot read the transcript {where}: {why}.") from None
-    parsed = list(_parsed(where, lines))
-    if not parsed or not isinstance(parsed[0], dict) or parsed[0].get("format") != FORMAT:
+        lines = list(read_lines(where))
+    except FileNotFoundError:
+        raise McpSessionError(CONFIG_INVALID, f"Cannot read the transcript {where}: there is no such file.") from None
+    except FileRefused as error:
+        raise McpSessionError(CONFIG_INVALID, f"Cannot read the transcript {where}: {error.reason}.") from None
+    bad = next((line for line in lines if line.refused is not None), None)
+    if bad is not None:
+        raise refused(str(bad.refused), bad.number)
+    if not lines or not isinstance(lines[0].value, dict) or lines[0].value.get("format") != FORMAT:
         raise McpSessionError(CONFIG_INVALID, f"{where} is not a transcript: its first line must name {FORMAT}.")
     messages = []
-    for number, line in enumerate(parsed[1:], start=2):
-        if not (isinstance(line, dict) and line.get("dir") in (SENT, RECEIVED) and isinstance(line.get("message"), dict)
-                and isinstance(line.get("t_ms"), int | float)):  # fmt: skip
-            raise McpSessionError(CONFIG_INVALID, f"{where}, line {number}: not a transcript message.")
-        messages.append(TranscriptMessage(float(line["t_ms"]), line["dir"], line["message"]))
-    return SavedTranscript(parsed[0], tuple(messages))
+    for line in lines[1:]:
+        value = line.value
+        if not (isinstance(value, dict) and value.get("dir") in (SENT, RECEIVED)
+                and isinstance(value.get("message"), dict) and _is_time(value.get("t_ms"))):  # fmt: skip
+            raise refused("not a transcript message", line.number)
+        messages.append(TranscriptMessage(float(value["t_ms"]), value["dir"], value["message"]))
+    return SavedTranscript(lines[0].value, tuple(messages))
 
 
-def _parsed(where: Path, lines: Iterable[str]) -> Iterable[Any]:
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise McpSessionError(CONFIG_INVALID, f"{where}, line {number}: not JSON ({exc.msg}).") from None
+def _is_time(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 __all__ = ["FORMAT", "Exchange", "SavedTranscript", "Transcript", "TranscriptMessage", "load"]

@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from .config import Scrubber
+from .ingress import Ingress
 
 if TYPE_CHECKING:
     from anyio.abc import ObjectReceiveStream, ObjectSendStream
     from mcp.shared.message import SessionMessage
 
 RequestId: TypeAlias = str | int
-# What ``ClientSession`` reads (a message, or the exception that says why a line is not one) and writes.
+# What ``ClientSession`` reads (a message admitted by the connection's ``Ingress``, or the exception that says why a
+# line is not one) and writes.
 Streams: TypeAlias = "tuple[ObjectReceiveStream[SessionMessage | Exception], ObjectSendStream[SessionMessage]]"
 
 
@@ -39,7 +41,12 @@ class Failure:
 class TransportContext:
     """What a connection lends its transport while it is open (each called on the loop thread)."""
 
-    scrub: Scrubber
+    @property
+    def scrub(self) -> Scrubber:
+        """For server text that is not a message (stderr, an HTTP body, what httpx says)."""
+        return self.ingress.scrub
+
+    ingress: Ingress  # every message the transport reads goes through ``ingress.message`` before it is handed on
     note: Callable[[str, str], None]  # a session log row: (event, detail)
     request_failed: Callable[[RequestId, Failure], None]  # one request failed; the session stays as it is
     session_ended: Callable[[str, str], None]  # (cause, code): nothing more will come

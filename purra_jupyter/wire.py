@@ -105,6 +105,7 @@ EVENT_SERVER_LOG = "server_log"  # a log message the server sent (notifications/
 EVENT_TASK = "task"  # a raw call run as a task: created, its end, its cancellation
 EVENT_APP = "app"  # a tool's view: read, its domains decided, its requests, its log lines
 EVENT_RESOURCE_UPDATED = "resource_updated"  # the server said a resource changed (notifications/resources/updated)
+EVENT_DROPPED = "dropped"  # server messages the ingress did not hand on: a flood past its budget, unknown notices
 
 # The lists a server offers besides tools, as their list_changed notices name them (raw exploration).
 RESOURCES = "resources"  # resources/list and resources/templates/list (one notice covers both)
