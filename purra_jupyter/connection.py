@@ -199,25 +199,24 @@ async def load_client(
     return McpCatalogMonitor(), limits or McpToolLimits(timeout_ms=round(config.timeout * 1000))
 
 
-def client_session_class(extensions: Mapping[str, Any]) -> type[ClientSession]:
-    """The SDK's ``ClientSession``, advertising ``extensions`` (e.g. MCP Apps') in ``initialize``'s capabilities when
-    given: mcp 1.29.1 builds the capabilities inside ``initialize`` with no way in, and its model keeps extra
-    fields, so the request is extended on its way out."""
+def client_session_class(extensions: Mapping[str, Any], requests: RequestTracker) -> type[ClientSession]:
+    """The SDK's ``ClientSession``, telling ``requests`` when it stops waiting for each request it sends (so a late
+    answer is discarded, see ``tracking``), and advertising ``extensions`` (e.g. MCP Apps') in ``initialize``'s
+    capabilities when given: mcp 1.29.1 builds the capabilities inside ``initialize`` with no way in, and its model
+    keeps extra fields, so the request is extended on its way out."""
     from mcp import ClientSession, types
 
-    if not extensions:
-        return ClientSession
-
-    class ExtendedClientSession(ClientSession):
+    class KitClientSession(ClientSession):
         async def send_request(self, request: Any, *args: Any, **kwargs: Any) -> Any:
             root = getattr(request, "root", None)
-            if isinstance(root, types.InitializeRequest):
+            if extensions and isinstance(root, types.InitializeRequest):
                 capabilities = root.params.capabilities.model_copy(update={"extensions": dict(extensions)})
                 params = root.params.model_copy(update={"capabilities": capabilities})
                 request = types.ClientRequest(root.model_copy(update={"params": params}))
-            return await super().send_request(request, *args, **kwargs)
+            with requests.sending():
+                return await super().send_request(request, *args, **kwargs)
 
-    return ExtendedClientSession
+    return KitClientSession
 
 
 def message_bytes(limits: McpToolLimits | None) -> int:
@@ -431,7 +430,7 @@ class Connection(HasTraits):
         async with AsyncExitStack() as stack:
             read, write = await stack.enter_async_context(self.link.open(self._context()))  # a server starts first
             self._monitor, self._limits = await load_client(self.config, self._limits, deadline, started)
-            session_class = client_session_class(self.extensions)
+            session_class = client_session_class(self.extensions, self.requests)
             watched = _WatchedStream(read, self._stream_ended, self._tap(RECEIVED))
             recording = _RecordingStream(write, self.requests.sent, self._tap(SENT))
             # (ClientSession reads and writes any anyio object stream; its annotation names the memory streams)

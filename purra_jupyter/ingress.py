@@ -7,10 +7,10 @@ replaces every secret in every string of it (``Scrubber.value``: values, never t
 holding ``"`` or ``\\`` is found and JSON syntax is never rewritten), and validates it as a JSON-RPC message.
 
 It also keeps a flood from starving the session: notifications that only inform (log lines, progress, a resource
-updated) pass at most ``FLOOD_RATE`` a second (after a burst of as many); past that they are counted, not handed on,
-and the session log says how many went. Notifications the SDK does not know are counted the same way (the SDK would
-only log and ignore them). Requests, responses and the notices that change what the kit knows (a list changed, a
-cancellation, a task's status) always pass.
+updated) pass at most ``FLOOD_RATE`` a second (after a burst of ``FLOOD_BURST``); past that they are counted, not
+handed on, and the session log says how many went. Notifications the SDK does not know are counted the same way (the
+SDK would only log and ignore them). Requests, responses and the notices that change what the kit knows (a list
+changed, a cancellation, a task's status) always pass.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from .wire import EVENT_DROPPED
 if TYPE_CHECKING:
     from mcp.types import JSONRPCMessage
 
-FLOOD_RATE = 1_000  # informing notifications a second that pass (and as many at once)
+FLOOD_RATE = 1_000  # informing notifications a second that pass once a burst is spent
+FLOOD_BURST = 5_000  # informing notifications that pass at once
 NOTE_SECONDS = 1.0  # the most often the log says how many were dropped
 # The notifications that only inform: past the rate they are dropped. Every other known one always passes.
 INFORMING = frozenset({"notifications/message", "notifications/progress", "notifications/resources/updated"})
@@ -63,11 +64,14 @@ def _known_notifications() -> frozenset[str]:
 class Ingress:
     """One connection's door (see the module's docstring). Used on the loop thread only."""
 
-    def __init__(self, scrub: Scrubber, note: Callable[[str, str], None], *, rate: int = FLOOD_RATE) -> None:
+    def __init__(
+        self, scrub: Scrubber, note: Callable[[str, str], None], *, rate: int = FLOOD_RATE, burst: int = FLOOD_BURST
+    ) -> None:
         self.scrub = scrub
         self._note = note
         self._rate = rate
-        self._tokens = float(rate)
+        self._burst = burst
+        self._tokens = float(burst)
         self._refilled = time.monotonic()
         self._dropped: Counter[str] = Counter()
         self._noted = 0.0
@@ -149,7 +153,7 @@ class Ingress:
 
     def _take(self) -> bool:
         now = time.monotonic()
-        self._tokens = min(float(self._rate), self._tokens + (now - self._refilled) * self._rate)
+        self._tokens = min(float(self._burst), self._tokens + (now - self._refilled) * self._rate)
         self._refilled = now
         if self._tokens < 1:
             return False
@@ -166,8 +170,8 @@ class Ingress:
         self._noted = now
         counts = ", ".join(f"{count} {what}" for what, count in sorted(self._dropped.items()))
         self._dropped.clear()
-        self._note(EVENT_DROPPED, f"not handed on: {counts} (informing notifications pass at most {self._rate} a "
-                   "second; notifications the SDK does not know are ignored)")  # fmt: skip
+        self._note(EVENT_DROPPED, f"not handed on: {counts} (past a burst of {self._burst}, informing notifications "
+                   f"pass at most {self._rate} a second; notifications the SDK does not know are ignored)")  # fmt: skip
 
 
-__all__ = ["FLOOD_RATE", "Ingress", "NotJsonRpc"]
+__all__ = ["FLOOD_BURST", "FLOOD_RATE", "Ingress", "NotJsonRpc"]

@@ -3,7 +3,9 @@ dark pages alike (nbviewer, GitHub, VS Code, nbconvert), where none of our CSS i
 
 Every piece of HTML the kit writes is built here, and escaping is by construction: ``tag`` escapes each child
 that is a plain ``str`` and each attribute value; only an ``Html`` (what ``tag``, ``join`` and ``escape`` return)
-goes in as it is. A server's text is a plain ``str``, so it cannot become markup by mistake. ``Html`` is
+goes in as it is. A server's text is a plain ``str``, so it cannot become markup by mistake; and escaping also
+writes each control, bidirectional and invisible character as its escape (``names.readable``: line breaks and tabs
+stay), so no text reorders or hides what a person reads. ``Html`` is
 markupsafe's ``Markup`` whose own operations (``+``, ``join``, ``%``, ``format``) escape the way ``tag`` does.
 
 ``Html`` is for building; what the kit hands out (a MIME bundle's ``text/html``, a widget's ``value``) is
@@ -19,6 +21,8 @@ from collections.abc import Iterable
 from typing import Self
 
 from markupsafe import Markup
+
+from .names import readable
 
 # Colours for a state's word: in JupyterLab our stylesheet sets each variable per theme (light or dark), so the
 # text meets WCAG AA on both; elsewhere the fallback (made for a light page) applies.
@@ -42,11 +46,11 @@ class Html(Markup):
 
     @classmethod
     def escape(cls, s: object, /) -> Self:
-        """``s`` as it is when it is already HTML, else its text escaped (``& < > " '``; the entities of
-        Python's ``html.escape``, which the kit has always written)."""
+        """``s`` as it is when it is already HTML, else its text made readable (``names.readable``) and escaped
+        (``& < > " '``; the entities of Python's ``html.escape``, which the kit has always written)."""
         if hasattr(s, "__html__"):
             return cls(s)
-        return cls(html.escape(str(s), quote=True))
+        return cls(html.escape(readable(str(s)), quote=True))
 
 
 EMPTY = Html()

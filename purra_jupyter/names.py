@@ -8,6 +8,7 @@ breaks in a title push what follows a screen down. So wherever the kit shows suc
 
 - ``visible(text)`` writes control, format (bidirectional and zero-width), separator, private-use, unassigned and
   other invisible characters as ``\\uXXXX``, and so does the third and later of a run of combining marks;
+- ``readable(text)`` does that to a block of text, keeping its line breaks and tabs;
 - ``one_line(text, limit)`` does that to words with their line breaks collapsed, within ``limit`` characters;
 - ``look_alikes(names)`` finds the names that are confusable in the sense of Unicode's UTS #39: their skeletons
   agree. A skeleton here is the name in NFD with invisible characters left out and each character replaced by its
@@ -46,6 +47,8 @@ def _escaped(char: str) -> str:
 def visible(text: str) -> str:
     """``text`` with every invisible character, and every combining mark past ``COMBINING_RUN`` on one character,
     written as its escape (``\\u202e``)."""
+    if text.isascii() and text.isprintable():  # (most text: nothing to look at character by character)
+        return text
     out: list[str] = []
     marks = 0
     for char in text:
@@ -53,6 +56,16 @@ def visible(text: str) -> str:
         marks = marks + 1 if is_mark else 0
         out.append(_escaped(char) if invisible(char) or marks > COMBINING_RUN else char)
     return "".join(out)
+
+
+LAYOUT = ("\n", "\t")  # the controls a block of text keeps: they lay it out, and hide nothing
+
+
+def readable(text: str) -> str:
+    """``text`` as a block a person reads (a result, a log, a page): ``visible``, its line breaks and tabs kept."""
+    if text.isascii() and text.replace("\n", "").replace("\t", "").isprintable():
+        return text
+    return "\n".join("\t".join(visible(part) for part in line.split("\t")) for line in text.split("\n"))
 
 
 def one_line(text: str, limit: int) -> str:
@@ -122,4 +135,4 @@ def name_warning(name: str, alikes: Iterable[str] = ()) -> str:
     return "; ".join(warnings)
 
 
-__all__ = ["has_invisible", "look_alikes", "name_warning", "one_line", "skeleton", "visible"]
+__all__ = ["has_invisible", "look_alikes", "name_warning", "one_line", "readable", "skeleton", "visible"]

@@ -4,7 +4,11 @@ Every wait (``RequestTracker.run``) notes the JSON-RPC requests sent while it la
 (a timeout, an interrupt, a stopped batch, a cancelled call, a lost connection) the wait ends with the code that
 says why, the server is told ``notifications/cancelled`` for each request it still owes an answer, and the answer
 that may still come is discarded by the SDK's response router (this class), so a late answer never fails the
-session. Owned by the loop thread: only ``CancelToken.cancel`` is called from others, and it hops to the loop.
+session. That holds for every request the session sends, inside a wait or not (a ``tasks/cancel`` sent while a
+call ends): the tracker knows each one from the moment it goes out (``sent``) until the SDK stops waiting for it
+(``sending``), and an answer that comes after that is logged and dropped, never handed to the SDK, which would fail
+the session with it. Owned by the loop thread: only
+``CancelToken.cancel`` is called from others, and it hops to the loop.
 """
 
 from __future__ import annotations
@@ -12,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -101,6 +105,7 @@ class Request:
 
 
 _request_var: ContextVar[Request | None] = ContextVar("purra_jupyter_request", default=None)
+_sending_var: ContextVar[list[RequestId] | None] = ContextVar("purra_jupyter_sending", default=None)
 
 
 class RequestTracker:
@@ -131,7 +136,8 @@ class RequestTracker:
         self._tasks: TaskGroup | None = None  # where cancellation notices go out, while the server is there
         self._persons_turns = 0
         self._waits: set[Request] = set()
-        self._pending: dict[RequestId, Request] = {}  # requests sent and not answered yet
+        self._live: dict[RequestId, str] = {}  # every request sent whose answer the SDK still waits for: its method
+        self._pending: dict[RequestId, Request] = {}  # requests of a wait, sent and not answered yet
         self._abandoned: OrderedDict[RequestId, None] = OrderedDict()  # given up on: their answers are discarded
 
     def attach(self, client: ClientSession, tasks: TaskGroup) -> None:
@@ -260,9 +266,7 @@ class RequestTracker:
             self._drop(request_id)
             if self._pending.pop(request_id, None) is None or self._tasks is None:
                 continue  # answered, or nothing more will come
-            self._abandoned[request_id] = None
-            while len(self._abandoned) > ABANDONED_KEPT:
-                self._abandoned.popitem(last=False)
+            self._expect_late(request_id)
             if tell_server:
                 self._log.add(EVENT_CANCEL, f"cancelled request {request_id} ({method}): {reason}")
                 self._tasks.start_soon(self._send_cancelled, request_id, reason)
@@ -280,8 +284,32 @@ class RequestTracker:
             except Exception as exc:
                 self._log.add(EVENT_CANCEL, f"could not send the cancellation of request {request_id}: {exc!r}")
 
+    @contextmanager
+    def sending(self) -> Iterator[None]:
+        """Around the SDK's ``send_request``: once it returns or raises, nobody waits for the request it sent, so an
+        answer that still comes for it is late, and discarded."""
+        sent: list[RequestId] = []
+        token = _sending_var.set(sent)
+        try:
+            yield
+        finally:
+            _sending_var.reset(token)
+            for request_id in sent:
+                if self._live.pop(request_id, None) is not None:
+                    self._expect_late(request_id)
+
+    def _expect_late(self, request_id: RequestId) -> None:
+        self._abandoned[request_id] = None
+        while len(self._abandoned) > ABANDONED_KEPT:
+            self._abandoned.popitem(last=False)
+
     def sent(self, request_id: RequestId, method: str) -> None:
-        """A JSON-RPC request is going out: it belongs to the wait that sends it (if it is one of ours)."""
+        """A JSON-RPC request is going out: the SDK waits for its answer, and it belongs to the wait that sends it
+        (if it is one of ours)."""
+        self._live[request_id] = method
+        sending = _sending_var.get()
+        if sending is not None:
+            sending.append(request_id)
         request = _request_var.get()
         if request is None or request.tracker is not self:
             return
@@ -298,10 +326,13 @@ class RequestTracker:
         return self._routed(request_id, f"JSON-RPC error {error.code}: {error.message}")
 
     def _routed(self, request_id: RequestId, server_text: str) -> bool:
+        """Whether the SDK must not see this answer (claimed here): a late one. An answer to an id this session never
+        sent is the SDK's to refuse (the session fails, saying why)."""
         if request_id in self._abandoned:
             del self._abandoned[request_id]
             self._log.add(EVENT_CANCEL, f"late answer to request {request_id} discarded")
             return True
+        self._live.pop(request_id, None)
         request = self._pending.pop(request_id, None)
         if request is not None and server_text:
             request.server_text = self._scrub.words(server_text)

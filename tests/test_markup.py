@@ -30,6 +30,7 @@ from purra_jupyter.markup import (
     th,
     trusted,
 )
+from purra_jupyter.names import readable
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 QUOTES = "' onmouseover='alert(1)' x=\" y=\""
@@ -122,11 +123,12 @@ def test_the_helpers() -> None:
 
 @given(text=st.text(), value=st.text())
 def test_any_text_reads_back_as_itself(text: str, value: str) -> None:
-    """Whatever a server sends, a tokenizer reads one element whose text and attribute are exactly what was sent."""
+    """Whatever a server sends, a tokenizer reads one element whose text and attribute are exactly what was sent, each
+    control, bidirectional and invisible character as its escape (``names.readable``)."""
     html = tag("span", text, title=value, class_="purra-x")
     result = tokens(html)
-    assert result.tags == [("span", {"title": value, "class": "purra-x"})]
-    assert "".join(result.text) == text
+    assert result.tags == [("span", {"title": readable(value), "class": "purra-x"})]
+    assert "".join(result.text) == readable(text)
 
 
 def test_what_the_kit_hands_out_is_a_plain_str() -> None:

@@ -784,7 +784,7 @@ def check_result_bundle(result: Envelope | RawResult, mime: str, texts: list[str
     html = bundle["text/html"]
     assert unsafe_markup(html) == [], html[:2000]
     for text in texts:
-        assert escape(text) in html, text
+        assert escape(names.readable(text)) in html, text
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
