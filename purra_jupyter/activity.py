@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .egress import CellText, cell_text
 from .names import one_line
 
 LINES_KEPT = 50  # the last log lines of one call an activity keeps (the session log keeps them all, bounded)
@@ -108,9 +109,10 @@ class Activity:
 class ActivityLines:
     """The lines a waiting cell prints of an activity: each new state of the task and the progress once, and the
     new log lines, at most ``LINES_PER_TICK`` each time it looks (the rest counted). Text, so a saved notebook
-    keeps it as it was shown."""
+    keeps it as it was shown, written as ``egress.CellText``: no server-chosen address becomes a link, no control
+    character reaches the cell."""
 
-    def __init__(self, activity: Activity, write: Callable[[str], object]) -> None:
+    def __init__(self, activity: Activity, write: Callable[[CellText], object]) -> None:
         self._activity = activity
         self._write = write
         self._shown = ActivityView()
@@ -119,7 +121,7 @@ class ActivityLines:
         view, shown = self._activity.view, self._shown
         self._shown = view
         for line in self._new_lines(view, shown):
-            self._write(f"  {line}\n")
+            self._write(cell_text(f"  {line}\n"))
 
     @staticmethod
     def _new_lines(view: ActivityView, shown: ActivityView) -> Iterator[str]:

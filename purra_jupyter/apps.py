@@ -20,6 +20,7 @@ from typing import Any
 
 from .app_meta import CSP_KEYS, VIEW_MIME, Domains, ToolApp, resource_domains
 from .catalog import ToolVerdict
+from .egress import bundle, cell_text, text_bundle
 from .envelope import Envelope, RawResult
 from .errors import McpSessionError
 from .markup import join, pre, tag
@@ -229,7 +230,7 @@ def view_bundle(view: AppView, *, view_id: str, allowed: bool, decisions: Sequen
     lines += [decision_line(decision) for decision in decisions]
     html = tag("div", tag("b", view.head()), tag("p", VIEW_LABEL), tag("p", NO_VIEWER),
                join(pre(line) for line in lines[2:]), class_="purra-app")  # fmt: skip
-    return {APP_MIME: payload, "text/html": str(html), "text/plain": "\n".join(lines)}
+    return bundle(html, cell_text("\n".join(lines)), **{APP_MIME: payload})
 
 
 def decision_line(decision: Mapping[str, Any]) -> str:
@@ -240,5 +241,4 @@ def decision_line(decision: Mapping[str, Any]) -> str:
 
 def placeholder_bundle(server: str, tool: str, note: str) -> dict[str, str]:
     """Where the view will be, and why it is not there (yet): plain text, escaped for HTML readers."""
-    text = f"view of {server}/{visible(tool)}: {note}"
-    return {"text/plain": text, "text/html": str(pre(text))}
+    return text_bundle(f"view of {server}/{visible(tool)}: {note}")

@@ -32,6 +32,7 @@ from .calls import CallPlan, Result
 from .charts import Chart, image_html, latency_and_outcomes
 from .checkpoint import Checkpoint, row_keys
 from .connection import CancelToken, Connection
+from .egress import CellText, bundle, cell_text
 from .envelope import RawResult
 from .errors import McpSessionError
 from .junit import Case, suite
@@ -97,9 +98,9 @@ class EvaluationSummary:
             lines.append(("checkpoint", resumed_words(self.checkpoint, self.resumed)))
         return lines
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> CellText:
         body = "; ".join(f"{key}: {value}" for key, value in self._lines())
-        return f"<EvaluationSummary {self.server}/{self.tool}: {body}>"
+        return cell_text(f"<EvaluationSummary {self.server}/{self.tool}: {body}>")
 
     @functools.cached_property
     def chart(self) -> Chart:
@@ -113,7 +114,7 @@ class EvaluationSummary:
         table = key_value_table(self._lines(), "purra-evaluation-summary")
         picture = image_html(self.chart.data, self.chart.alt) if self.rows else None
         html = tag("div", tag("b", title), table, picture, class_="purra-evaluation", style="text-align:left")
-        return {"text/plain": repr(self), "text/html": str(html)}
+        return bundle(html, self.__repr__())
 
 
 def resumed_words(checkpoint: str, resumed: int) -> str:

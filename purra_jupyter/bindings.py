@@ -21,6 +21,7 @@ from traitlets import HasTraits, Int
 
 from .catalog import EFFECTS, READ, Catalog, build_catalog, default_local_name, digest_of, reasons_note, write_hint
 from .connection import Connection, Deadline
+from .egress import CellText, bundle, cell_text
 from .errors import KEPT_APART, HostCodeError, McpSessionError
 from .markup import key_value_table
 from .names import visible
@@ -83,11 +84,11 @@ class BindingEntry(dict[str, Any]):
             ]
         return rows
 
-    def __repr__(self) -> str:
-        return "BindingEntry " + ", ".join(f"{key}: {value}" for key, value in self._rows())
+    def __repr__(self) -> CellText:
+        return cell_text("BindingEntry " + ", ".join(f"{key}: {value}" for key, value in self._rows()))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        return {"text/plain": repr(self), "text/html": str(key_value_table(self._rows(), "purra-binding"))}
+        return bundle(key_value_table(self._rows(), "purra-binding"), self.__repr__())
 
 
 @dataclass(frozen=True)

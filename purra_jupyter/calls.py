@@ -33,6 +33,7 @@ from .bindings import Bindings, WriteTerms, make_binding
 from .catalog import READ, Catalog, ToolVerdict, reasons_note, write_hint
 from .config import check_timeout
 from .connection import CancelToken, Connection
+from .egress import CellText, cell_text
 from .envelope import Envelope, RawResult
 from .errors import HostCodeError, McpSessionError
 from .names import visible
@@ -690,8 +691,10 @@ class Call(HasTraits):
         except Exception as exc:
             self.connection.log.add(EVENT_ERROR, f"an observer of a call raised {exc.__class__.__name__}: {exc}")
 
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.connection.name}/{self.job.label} {self.state}: {self.job.summary}>"
+    def __repr__(self) -> CellText:
+        return cell_text(
+            f"<{type(self).__name__} {self.connection.name}/{self.job.label} {self.state}: {self.job.summary}>"
+        )
 
 
 def needs_a_person(approve: bool | None, policy: str, may_write: bool) -> bool:

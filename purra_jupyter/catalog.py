@@ -24,6 +24,7 @@ from . import purra_adapter
 from .app_meta import ToolApp, tool_app
 from .charts import Chart, refusal_reasons
 from .connection import Connection
+from .egress import CellText, bundle, cell_text
 from .errors import KEPT_APART, McpSessionError
 from .markup import ERROR_COLOR, OK_COLOR, Html, join, table, tag, td
 from .names import look_alikes, name_warning, one_line, visible
@@ -299,7 +300,7 @@ class Catalog:
         usable = sum(tool.callable for tool in self.tools)
         return f"{self.server}: {len(self.tools)} tools, {usable} {CALLABLE_UNDER}, digest {self.digest[:12]}"
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> CellText:
         lines = [f"Catalog {self.summary}"]
         if self.note:
             lines.append(f"  note: {self.note}")
@@ -310,7 +311,7 @@ class Catalog:
             bound = f" (bound as {tool.bound_label})" if tool.bound_as else ""
             lines.append(f"  {tool.label}: {verdict}{bound}")
             lines.extend(f"      {reason}" for reason in tool.reasons)
-        return "\n".join(lines)
+        return cell_text("\n".join(lines))
 
     def _repr_html_table(self) -> Html:
         rows = []
@@ -350,7 +351,7 @@ class Catalog:
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
         payload = {**self.to_json(), "labels": catalog_labels()}
-        return {CATALOG_MIME: payload, "text/html": str(self._repr_html_table()), "text/plain": repr(self)}
+        return bundle(self._repr_html_table(), self.__repr__(), **{CATALOG_MIME: payload})
 
 
 def reason_keyword(reason: str) -> str:

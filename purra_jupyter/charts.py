@@ -12,6 +12,7 @@ import io
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from .egress import TEXT_PLAIN, CellText, cell_text
 from .markup import Html, tag
 from .names import one_line
 
@@ -86,11 +87,11 @@ class Chart:
         self.data = data
         self.alt = alt
 
-    def __repr__(self) -> str:
-        return f"<Chart: {self.alt}>"
+    def __repr__(self) -> CellText:
+        return cell_text(f"<Chart: {self.alt}>")
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        return {"image/png": base64.b64encode(self.data).decode("ascii"), "text/plain": self.alt}
+        return {"image/png": base64.b64encode(self.data).decode("ascii"), TEXT_PLAIN: cell_text(self.alt)}
 
 
 def image_html(data: bytes, alt: str) -> Html:

@@ -17,12 +17,12 @@ import re
 from typing import Any
 
 from .markup import Html, pre
-from .names import visible
+from .names import readable, visible
 
 TEXT_PLAIN = "text/plain"
 TEXT_HTML = "text/html"
 # What JupyterLab's text renderer links (its ``webLinkRegex``: any ``scheme://``, ``data:``, ``www.``).
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?=//)")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]{2,40}):(?=//)")
 _WWW = re.compile(r"(?i)\b(www)\.")
 _DATA = re.compile(r"(?i)\b(data):")
 _COMMAND = "::"  # what starts a GitHub Actions workflow command
@@ -47,10 +47,13 @@ def defanged(text: str) -> str:
     return _DATA.sub(r"\1[:]", _WWW.sub(r"\1[.]", text))
 
 
-def cell_text(text: str) -> CellText:
-    """``text`` as a cell shows it as plain text: its lines kept, every other control, bidirectional and invisible
-    character as its escape, links defanged."""
-    return CellText("\n".join(defanged(visible(line)) for line in text.split("\n")))
+def cell_text(text: str, *, address: str | None = None) -> CellText:
+    """``text`` as a cell shows it as plain text: its lines and tabs kept, every other control, bidirectional and
+    invisible character as its escape, links defanged; except ``address``, an address the kit checked and asks the
+    person to open (the authorization flow's, https only), which stays one a person can copy."""
+    if address:
+        return CellText(visible(address).join(cell_text(part) for part in text.split(address)))
+    return CellText(defanged(readable(text)))
 
 
 def cli_text(text: str) -> CliText:
@@ -63,6 +66,13 @@ def cli_text(text: str) -> CliText:
     return CliText(line)
 
 
+def cut(text: str, chars: int, whole: str) -> str:
+    """``text`` at most ``chars`` characters, a cut saying how much was shown and where ``whole`` it is."""
+    if len(text) <= chars:
+        return text
+    return f"{text[:chars]}… (cut: {chars:,} of {len(text):,} characters shown; {whole} holds them all)"
+
+
 def bundle(html: Html, text: CellText, **others: Any) -> dict[str, Any]:
     """A MIME bundle of ours: escaped HTML, plain text made for a cell, and any MIME types of our own (JSON data the
     extension draws with ``textContent``)."""
@@ -71,8 +81,7 @@ def bundle(html: Html, text: CellText, **others: Any) -> dict[str, Any]:
 
 def text_bundle(text: str) -> dict[str, Any]:
     """Text as a bundle: the lines as a cell shows them, and as an escaped monospace block for HTML readers."""
-    shown = cell_text(text)
-    return bundle(pre(shown), shown)
+    return bundle(pre(text), cell_text(text))
 
 
 __all__ = [
@@ -83,6 +92,7 @@ __all__ = [
     "bundle",
     "cell_text",
     "cli_text",
+    "cut",
     "defanged",
     "text_bundle",
 ]

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .egress import CellText, bundle, cell_text
 from .errors import McpSessionError
 from .markup import ERROR_COLOR, OK_COLOR, Html, join, pre, table, tag, td
 from .names import visible
@@ -162,7 +163,7 @@ class Envelope:
     def to_frame(self) -> pd.DataFrame:
         return _frame(self.structured, f"{self.tool}'s result")
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> CellText:
         head = f"Envelope {self.server}/{self.tool}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms)"
         effect = f"  effect: {self.effect_state}{EFFECT_NOTES.get(self.effect_state, '')}"
         lines = [head, *([effect] if self.shows_effect else [])]
@@ -170,7 +171,7 @@ class Envelope:
         lines += [f"  text: {block}" for block in self.text]
         if self.structured is not None:
             lines.append("  structured: " + json.dumps(self.structured, ensure_ascii=False)[:2000])
-        return "\n".join(lines)
+        return cell_text("\n".join(lines))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
         body = [pre(block) for block in self.text]
@@ -222,7 +223,7 @@ class RawResult:
     def to_dict(self) -> dict[str, Any]:
         return {"content": self.content, "structuredContent": self.structured_content, "isError": self.is_error}
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> CellText:
         head = (
             f"RawResult {self.server}/{self.tool}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms) — {RAW_LABEL}"
         )
@@ -231,7 +232,7 @@ class RawResult:
             lines.append(f"  {block.get('type')}: {_block_text(block)[:500]}")
         if self.structured_content is not None:
             lines.append("  structuredContent: " + json.dumps(self.structured_content, ensure_ascii=False)[:2000])
-        return "\n".join(lines)
+        return cell_text("\n".join(lines))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
         body = [_block_html(block) for block in self.content]
@@ -291,7 +292,7 @@ def _bundle(
         **payload,
     }
     html = tag("div", join(parts + body), class_=css_class)
-    return {mime: data, "text/html": str(html), "text/plain": repr(result)}
+    return bundle(html, result.__repr__(), **{mime: data})
 
 
 def _block_text(block: dict[str, Any]) -> str:

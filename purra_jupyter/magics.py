@@ -32,10 +32,11 @@ from . import runner
 from .bindings import allow_any_scope
 from .catalog import check_digest
 from .config import ServerConfig, ServerOptions
+from .egress import bundle, cell_text
 from .errors import KEPT_APART, McpSessionError
 from .markup import join, pre, tag
 from .offerings import template_variables
-from .session import INSTRUCTIONS_LABEL, McpSession, connect, registry, with_views_decided
+from .session import INSTRUCTIONS_LABEL, McpSession, connect, registry, shown_instructions, with_views_decided
 from .ui.records import TICK_SECONDS, LiveOutput, combined, in_kernel, plain_bundle, redraw_while
 from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS, LOG_LEVELS, READY, SESSION_EXISTS, STALE
 
@@ -93,7 +94,7 @@ def _one_line_errors() -> Iterator[None]:
 def _show_server_words(label: str, text: str) -> None:
     """A server's own words in a block of their own, under ``label``, as text (no frontend makes a link of it)."""
     html = join([tag("small", label), pre(text)])
-    display({"text/plain": f"{label}:\n{text}", "text/html": str(html)}, raw=True)
+    display(bundle(html, cell_text(f"{label}:\n{text}")), raw=True)
 
 
 @contextmanager
@@ -389,7 +390,7 @@ class McpMagics(Magics, Configurable):
                     session = connect(config, approval=approval, expect_digest=args.expect_digest, record=args.record)
         display(session.status_widget())
         if session.instructions:
-            _show_server_words(INSTRUCTIONS_LABEL, session.instructions)
+            _show_server_words(INSTRUCTIONS_LABEL, shown_instructions(session.instructions))
         display(plain_bundle(f"{session.catalog.summary} — %mcp_catalog {session.name} shows the tools"), raw=True)
         return session
 

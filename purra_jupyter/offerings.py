@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import runner
 from .connection import Connection
+from .egress import CellText, bundle, cell_text
 from .envelope import IMAGE_TYPES, block_html, image_data_uri, image_tag, json_block
 from .errors import McpSessionError
 from .markup import WARN_COLOR, Html, join, pre, table, tag, td
@@ -208,14 +209,14 @@ class Offerings:
         spec = _SPECS[self.kind]
         return f"stale: the server changed its {spec.changes} since this listing; {spec.magic} lists them again"
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> CellText:
         head = f"{self._count()} of {self.server} — {OFFERINGS_LABEL}"
         lines = [head, *([f"  {self._stale_note()}"] if self.stale else [])]
         for row in self.rows():
             lines.append(
                 "  " + " · ".join(one_line(str(value), 200) for value in row.values() if value not in (None, ""))
             )
-        return "\n".join(lines)
+        return cell_text("\n".join(lines))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         columns = _SPECS[self.kind].columns
@@ -224,7 +225,7 @@ class Offerings:
         head = tag("div", tag("b", self._count()), f" · {self.server} · {OFFERINGS_LABEL}")
         body = table(columns, rows) if self.items else tag("p", f"The server lists no {self.kind}.")
         html = tag("div", head, stale, body, class_="purra-offerings")
-        return {"text/html": str(html), "text/plain": repr(self)}
+        return bundle(html, self.__repr__())
 
 
 def _shown(value: Any) -> str:
@@ -395,16 +396,16 @@ class ResourceContents:
     def to_dict(self) -> dict[str, Any]:
         return {"contents": [dict(item) for item in self.contents]}
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> CellText:
         head = f"Resource {self.server} {self.uri}: {len(self.contents)} contents ({self.elapsed_ms:.0f} ms) — " \
                f"{OFFERINGS_LABEL}"  # fmt: skip
-        return "\n".join([head, *(f"  {content_text(item)}" for item in self.contents)])
+        return cell_text("\n".join([head, *(f"  {content_text(item)}" for item in self.contents)]))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         head = tag("div", tag("b", "resource"), f" · {self.server} · ", tag("code", self.uri),
                    f" · {self.elapsed_ms:.0f} ms · {OFFERINGS_LABEL}")  # fmt: skip
         body = [content_html(item) for item in self.contents] or [tag("p", "The server sent no contents.")]
-        return {"text/html": str(tag("div", head, join(body), class_="purra-resource")), "text/plain": repr(self)}
+        return bundle(tag("div", head, join(body), class_="purra-resource"), self.__repr__())
 
 
 async def read(
@@ -473,17 +474,17 @@ class PromptMessages:
         said = {"description": self.description} if self.description is not None else {}
         return {**said, "messages": [dict(message) for message in self.messages]}
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> CellText:
         head = f"Prompt {self.server}/{self.name}: {len(self.messages)} messages — {OFFERINGS_LABEL}"
         described = [f"  {one_line(self.description, 500)}"] if self.description else []
-        return "\n".join([head, *described, *(f"  {_message_text(m)}" for m in self.messages)])
+        return cell_text("\n".join([head, *described, *(f"  {_message_text(m)}" for m in self.messages)]))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         head = tag("div", tag("b", "prompt"), f" · {self.server} · ", tag("code", self.name),
                    f" · {self.elapsed_ms:.0f} ms · {OFFERINGS_LABEL}")  # fmt: skip
         described = tag("p", self.description) if self.description else None
         body = join(message_html(message) for message in self.messages)
-        return {"text/html": str(tag("div", head, described, body, class_="purra-prompt")), "text/plain": repr(self)}
+        return bundle(tag("div", head, described, body, class_="purra-prompt"), self.__repr__())
 
 
 def _prompt_arguments(arguments: Mapping[str, Any] | None) -> dict[str, str]:

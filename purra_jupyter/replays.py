@@ -21,6 +21,7 @@ from .bindings import Bindings
 from .calls import CallPlan, Result
 from .catalog import CALLABLE, NOT_CALLABLE, READ, Catalog, ToolVerdict, digest_of, verdict_of
 from .connection import Connection
+from .egress import CellText, bundle, cell_text
 from .envelope import RawResult
 from .errors import McpSessionError
 from .markup import key_value_table, tag
@@ -119,13 +120,13 @@ class ReplaySummary:
             ("verdicts", "; ".join(self.verdicts) or "unchanged"),
         ]
 
-    def __repr__(self) -> str:
-        return f"<ReplaySummary {self.server}: " + "; ".join(f"{k}: {v}" for k, v in self._lines()) + ">"
+    def __repr__(self) -> CellText:
+        return cell_text(f"<ReplaySummary {self.server}: " + "; ".join(f"{k}: {v}" for k, v in self._lines()) + ">")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         table = key_value_table(self._lines(), "purra-replay-summary")
         html = tag("div", tag("b", f"replay on {self.server}"), table, class_="purra-replay", style="text-align:left")
-        return {"text/plain": repr(self), "text/html": str(html)}
+        return bundle(html, self.__repr__())
 
 
 class Replay(Rows):

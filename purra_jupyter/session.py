@@ -31,6 +31,7 @@ from .calls import Call, CallPlan, check_approve, decide, needs_a_person, plan_c
 from .catalog import Catalog, ToolVerdict, build_catalog, check_digest
 from .config import ServerConfig
 from .connection import Connection, Deadline, SessionLog
+from .egress import CellText, bundle, cell_text, cut
 from .errors import McpSessionError
 from .markup import key_value_table
 from .memory_transport import MemoryTransport
@@ -522,10 +523,10 @@ class McpSession(HasTraits):
 
     # --- display ---------------------------------------------------------------------------------
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> CellText:
         protocol = f", protocol {self.protocol_version}" if self.protocol_version else ""
         label = self.connection.hello.label
-        return f"<McpSession {self.name!r} {self.transport} {self.state}{protocol}, server {label}>"
+        return cell_text(f"<McpSession {self.name!r} {self.transport} {self.state}{protocol}, server {label}>")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         rows = [
@@ -534,9 +535,9 @@ class McpSession(HasTraits):
             ("state", self.state + (f" ({self.cause})" if self.cause else "")),
             ("protocol", self.protocol_version or ""),
             ("server", self.connection.hello.label),
-            *([(INSTRUCTIONS_LABEL, self.instructions)] if self.instructions else []),
+            *([(INSTRUCTIONS_LABEL, shown_instructions(self.instructions))] if self.instructions else []),
         ]
-        return {"text/plain": repr(self), "text/html": str(key_value_table(rows, "purra-session"))}
+        return bundle(key_value_table(rows, "purra-session"), self.__repr__())
 
 
 async def _ping(client: ClientSession) -> object:
@@ -730,6 +731,14 @@ async def _first_catalog(connection: Connection, client: Any) -> Catalog:
 
 
 INSTRUCTIONS_LABEL = "the server's instructions (its own words, shown as text)"
+INSTRUCTIONS_CHARS = 4_000  # of the server's instructions shown (s.instructions keeps them whole)
+
+
+def shown_instructions(instructions: str) -> str:
+    """The server's instructions as the kit shows them: at most ``INSTRUCTIONS_CHARS`` characters, the cut said."""
+    return cut(instructions, INSTRUCTIONS_CHARS, "s.instructions")
+
+
 AUTO_APPROVAL_NOTE = (
     "approval policy 'auto': every read call of this session is approved (a write, or a tool its server hints "
     "writes, still asks)"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from .egress import CellText, bundle, cell_text
 from .markup import table, tag, td
 
 LOG_ROWS = 10_000
@@ -57,15 +58,17 @@ class SessionLog:
         rows = [(row.time.astimezone(), row.event, row.detail) for row in self]  # the machine's local time
         return pd.DataFrame(rows, columns=["time", "event", "detail"])
 
-    def __repr__(self) -> str:
-        return "\n".join(f"{_clock(row.time)}  {row.event:<12} {row.detail}" for row in self) or "(no events)"
+    def __repr__(self) -> CellText:
+        return cell_text(
+            "\n".join(f"{_clock(row.time)}  {row.event:<12} {row.detail}" for row in self) or "(no events)"
+        )
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         rows = (
             tag("tr", td(tag("code", _clock(row.time))), td(row.event), td(row.detail, wrapped=True)) for row in self
         )
         html = table(("time", "event", "detail"), rows, "purra-log")
-        return {"text/plain": repr(self), "text/html": str(html)}
+        return bundle(html, self.__repr__())
 
 
 def _clock(time: datetime) -> str:

@@ -4,7 +4,7 @@ where the writer did.
 A server's message and a file the kit reads back (a transcript, a checkpoint) are untrusted alike: a line may be
 huge, nest a hundred thousand arrays, hold a five-thousand-digit integer or not be UTF-8. ``parse`` reads one JSON
 text with the parser's own bounds (``MAX_DEPTH`` levels of nesting, integers of at most ``MAX_INT_DIGITS`` digits:
-pydantic-core's, which the MCP SDK reads messages with too) and raises ``JsonRefused`` for anything else, never
+pydantic's, which the MCP SDK reads messages with too) and raises ``JsonRefused`` for anything else, never
 ``RecursionError`` or another exception; ``read_lines`` reads a file's lines, each at most ``MAX_LINE_BYTES``.
 
 ``json_line`` is the one writer of a JSON Lines file: ``json.dumps`` leaves U+2028, U+2029 and U+0085 unescaped,
@@ -13,6 +13,7 @@ and Python's ``str.splitlines`` (and JavaScript's parsers of old) split lines th
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,19 +35,30 @@ class JsonRefused(ValueError):
         self.reason = reason
 
 
+@functools.cache
+def _any_json() -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Any)
+
+
 def parse(data: bytes | str) -> Any:
     """One JSON text as Python values (objects as ``dict``); ``JsonRefused`` when it is not JSON, is not UTF-8, or
     breaks a bound."""
-    from pydantic_core import from_json
+    from pydantic import ValidationError
 
     try:
-        return from_json(data)
+        return _any_json().validate_json(data)
+    except ValidationError as error:
+        raise JsonRefused(_reason(error)) from None
     except (ValueError, RecursionError, MemoryError) as error:
-        raise JsonRefused(_reason(str(error))) from None
+        raise JsonRefused(f"not JSON ({error.__class__.__name__})") from None
 
 
-def _reason(said: str) -> str:
-    """pydantic-core's words, in the kit's: its message names a position, never the text's content."""
+def _reason(error: Any) -> str:
+    """pydantic's words, in the kit's: its message names a position, never the text's content."""
+    said = str(error.errors(include_url=False, include_input=False)[0].get("msg", ""))
+    said = said.removeprefix("Invalid JSON: ")
     if said.startswith("recursion limit exceeded"):
         return f"nested deeper than {MAX_DEPTH} levels"
     if said.startswith("number out of range"):

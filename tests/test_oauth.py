@@ -153,9 +153,10 @@ def test_the_browser_comes_back_to_the_loopback_listener_which_then_is_gone(
     assert port not in [p for _, p in listening(kernel_pid(manager))]  # gone after its one request
     with pytest.raises(httpx.ConnectError):
         httpx.get(back, timeout=5)
-    # The view's last state names the servers, not the address (which held the state and the challenge).
+    # The view's last state names the servers (defanged, as plain text), not the address (which held the state and
+    # the challenge).
     last = cell.texts()[-2:]
-    assert any("authorization for 'secure' at http://127.0.0.1:" in text for text in last), last
+    assert any("authorization for 'secure' at http[:]//127.0.0.1:" in text for text in last), last
     assert not any(secret in text for secret in server.issued() for text in cell.texts())
     assert server.events()["codes"] == 1 and server.events()["tokens"] == 1
 

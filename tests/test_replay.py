@@ -93,9 +93,9 @@ def test_one_approval_covers_the_replay_and_a_deny_sends_nothing(tmp_path: Path)
 def test_a_call_whose_tool_is_gone_or_whose_arguments_no_longer_fit_is_not_sent(tmp_path: Path) -> None:
     path = tmp_path / "changed.jsonl"
     record(path, changed_demo(), [(EXTRA_TOOL, {}), ("echo", {"text": "x"}), ("echo", {"text": "y"})])
-    sent = '"arguments": {"text": "y"}'
+    sent = '"arguments":{"text":"y"}'  # (the file is compact JSON Lines)
     assert path.read_text().count(sent) == 1
-    path.write_text(path.read_text().replace(sent, '"arguments": {"text": 7}'))  # as if echo's schema had changed
+    path.write_text(path.read_text().replace(sent, '"arguments":{"text":7}'))  # as if echo's schema had changed
     with pj.connect(pj.ServerConfig("plain", server=build_server()), approval="auto") as plain:
         frame = plain.replay(path, approve=True)
     gone, echoed, misfit = (frame.iloc[row] for row in range(3))

@@ -20,6 +20,7 @@ from purra_mcp import McpAdapterError
 
 import purra_jupyter as pj
 from purra_jupyter.config import Scrubber
+from purra_jupyter.ingress import Ingress
 from purra_jupyter.sdk_errors import Speaker, translate
 from purra_jupyter.tracking import Deadline
 
@@ -168,7 +169,7 @@ def test_each_exception_httpx_raises_for_a_request_fails_that_request_with_the_k
     config = pj.ServerConfig("srv", url="http://127.0.0.1:1/mcp", headers={"Authorization": f"Bearer {SECRET}"})
     events = TransportEvents(request_failed=lambda *_: None, session_ended=lambda *end: ended.append(end),
                              note=lambda *_: None)  # fmt: skip
-    shared = SharedSession(config, events, Scrubber((SECRET,)))
+    shared = SharedSession(config, events, Ingress(Scrubber((SECRET,)), lambda event, detail: None))
     shared.protocol_version = "2025-11-25" if opened else None
     failure = shared.broken(exception, "tools/call")
     if opened and isinstance(exception, httpx.ConnectError | httpx.ConnectTimeout):

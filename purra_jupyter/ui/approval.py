@@ -22,14 +22,13 @@ from ..activity import Activity
 from ..batches import Rows
 from ..calls import UNCHECKED_WORDS, Call, CallPlan, Job
 from ..catalog import CALLABLE_UNDER, DESTRUCTIVE, WRITE, name_html
+from ..egress import bundle, cell_text
 from ..markup import EMPTY, ERROR_COLOR, WARN_COLOR, Html, join, key_value_table, pre, tag
 from ..names import one_line, visible
 from ..replays import Replay
 from ..wire import RUNNING
 from .records import (
     SETTLED,
-    TEXT_HTML,
-    TEXT_PLAIN,
     LiveOutput,
     record_bundle,
     redraw_while,
@@ -68,10 +67,10 @@ class PendingCall(Call):
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
         if self.state in SETTLED:
             return record_bundle(self)
-        static = {
-            TEXT_HTML: str(join([_details_html(self), pre(f"{state_word(self)}: decide in a running kernel")])),
-            TEXT_PLAIN: f"{state_word(self)}: approval of {self.connection.name}/{self.job.summary}",
-        }
+        static = bundle(
+            join([_details_html(self), pre(f"{state_word(self)}: decide in a running kernel")]),
+            cell_text(f"{state_word(self)}: approval of {self.connection.name}/{self.job.summary}"),
+        )
         return widget_bundle(self.widget, static, buttons=self.widget.button_names, again=AGAIN)
 
     def _settled(self, change: dict[str, Any]) -> None:

@@ -20,10 +20,11 @@ from contextlib import contextmanager
 from IPython.core.error import StdinNotImplementedError
 from IPython.display import clear_output
 
+from ..egress import bundle, cell_text
 from ..markup import ERROR_COLOR, OK_COLOR, WARN_COLOR, tag
 from ..oauth import AuthFailed, AuthorizationRequest
 from ..wire import AUTH_CANCELED, TIMEOUT
-from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput
+from .records import LiveOutput
 
 PROMPT = "Paste the address your browser was sent back to (send it empty to cancel): "
 POLL_SECONDS = 0.2  # how often a wait without an input box looks for the kernel's interrupt
@@ -82,7 +83,7 @@ class AuthorizationView:
             class_="purra-authorization",
             style="text-align:left",
         )
-        return {TEXT_PLAIN: text, TEXT_HTML: str(html)}
+        return bundle(html, cell_text(text))
 
     def bundle(self) -> dict[str, str]:
         """The view while the person has the browser."""
@@ -132,7 +133,7 @@ class AuthorizationView:
             class_="purra-authorization",
             style=f"text-align:left;border-left:3px solid {WARN_COLOR};padding:4px 8px",
         )
-        return {TEXT_PLAIN: text, TEXT_HTML: str(html)}
+        return bundle(html, cell_text(text, address=request.url))
 
 
 def _wait(request: AuthorizationRequest, view: AuthorizationView) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 import ipywidgets as widgets
 from IPython.display import display
 
+from ..egress import bundle, cell_text
 from ..errors import McpSessionError
 from ..markup import ERROR_COLOR, join, pre, tag
 from ..names import one_line
@@ -159,7 +160,7 @@ class OfferingForm(widgets.VBox):
             self.result = error
             words = join([tag("span", f"{error.code}: {error.message}", style=f"color:{ERROR_COLOR}"),
                           pre(error.server_text) if error.server_text else None])  # fmt: skip
-            self.shown.update({"text/plain": str(error), "text/html": str(words)})
+            self.shown.update(bundle(words, cell_text(str(error))))
             return error
         if error is not None:
             raise error

@@ -19,6 +19,7 @@ from IPython import get_ipython
 from IPython.display import display, update_display
 
 from ..catalog import READ
+from ..egress import TEXT_HTML, TEXT_PLAIN, bundle, cell_text, text_bundle
 from ..envelope import Envelope, RawResult
 from ..markup import join, pre, tag, trusted
 from ..wire import (
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
 
 SETTLED = (DONE, DENIED, VOID)
 DIGEST_SHOWN = 12  # hex digits of a digest shown; the full one is in the title and the data
-TEXT_PLAIN = "text/plain"
-TEXT_HTML = "text/html"
 TICK_SECONDS = 0.25  # how often a live line (elapsed time) is redrawn
 _OUR_MIMES = (ENVELOPE_MIME, RAW_RESULT_MIME)
 # How a call ended that a person stopped, or that ran out of time, in words (its code is in the result).
@@ -86,9 +85,9 @@ async def redraw_while(running: Callable[[], bool], draw: Callable[[], None]) ->
     draw()
 
 
-def plain_bundle(text: str) -> dict[str, str]:
-    """A line or block of our own text: plain, and as an escaped monospace block for HTML readers."""
-    return {TEXT_PLAIN: text, TEXT_HTML: str(pre(text))}
+def plain_bundle(text: str) -> dict[str, Any]:
+    """A line or block of text: as a cell shows it, and as an escaped monospace block for HTML readers."""
+    return text_bundle(text)
 
 
 def widget_labels(again: str) -> dict[str, str]:
@@ -126,24 +125,24 @@ def bundle_of(item: object) -> dict[str, Any]:
     """A MIME bundle for one of the things a record holds (our results, a summary, a DataFrame)."""
     if hasattr(item, "_repr_mimebundle_"):
         return dict(item._repr_mimebundle_())
-    if hasattr(item, "_repr_html_"):
-        return {TEXT_HTML: item._repr_html_(), TEXT_PLAIN: repr(item)}
-    return {TEXT_PLAIN: repr(item)}
+    if hasattr(item, "_repr_html_"):  # (a DataFrame: pandas escapes its cells)
+        return bundle(trusted(item._repr_html_()), cell_text(repr(item)))
+    return text_bundle(repr(item))
 
 
 def combined(bundles: list[dict[str, Any]]) -> dict[str, Any]:
     """One bundle from several, in order: their HTML (or escaped text) and plain text joined; the first
     of each other MIME type kept."""
     out: dict[str, Any] = {}
-    for bundle in bundles:
-        for mime, data in bundle.items():
+    for each in bundles:
+        for mime, data in each.items():
             if mime not in (TEXT_HTML, TEXT_PLAIN):
                 out.setdefault(mime, data)
-    # each bundle's HTML is a renderer's finished markup (ours, or pandas' table): taken as it is
+    # each bundle's HTML is a renderer's finished markup (ours, or pandas' table): taken as it is; each plain text
+    # was made by ``egress.cell_text``
     html = join(trusted(b[TEXT_HTML]) if b.get(TEXT_HTML) else pre(b.get(TEXT_PLAIN, "")) for b in bundles)
-    out[TEXT_HTML] = str(html)
-    out[TEXT_PLAIN] = "\n".join(b[TEXT_PLAIN] for b in bundles if b.get(TEXT_PLAIN))
-    return out
+    text = cell_text("\n".join(b[TEXT_PLAIN] for b in bundles if b.get(TEXT_PLAIN)))
+    return {**out, **bundle(html, text)}
 
 
 def state_word(call: Call) -> str:
@@ -200,8 +199,7 @@ def _decision_head(call: Call, data: dict[str, Any]) -> dict[str, str]:
         style="text-align:left",
     )
     tool = f"{data['server']}/{data['tool']}{effect}"
-    text = f"{data['state']} ({data['how']}) at {at} · {tool} · arguments digest {digest}"
-    return {TEXT_HTML: str(html), TEXT_PLAIN: text}
+    return bundle(html, cell_text(f"{data['state']} ({data['how']}) at {at} · {tool} · arguments digest {digest}"))
 
 
 def record_bundle(call: Call) -> dict[str, Any]:
@@ -209,10 +207,10 @@ def record_bundle(call: Call) -> dict[str, Any]:
     the full bundle of what it showed."""
     data = decision_data(call)
     bundles = [bundle_of(item) for item in call.job.shown(call.result)]
-    for bundle in bundles:
+    for each in bundles:
         for mime in _OUR_MIMES:
-            if mime in bundle:
-                bundle[mime] = {**bundle[mime], "decision": data}
+            if mime in each:
+                each[mime] = {**each[mime], "decision": data}
     said = data["activity"]
     activity = [plain_bundle("\n".join([ACTIVITY_LABEL + ":", *(f"  {line}" for line in said)]))] if said else []
     return combined([_decision_head(call, data), *activity, *bundles])

@@ -10,9 +10,10 @@ import ipywidgets as widgets
 
 from ..bindings import Bindings
 from ..connection import Connection
-from ..markup import ERROR_COLOR, OK_COLOR, WARN_COLOR, join, tag
+from ..egress import bundle, cell_text
+from ..markup import EMPTY, ERROR_COLOR, OK_COLOR, WARN_COLOR, join, tag
 from ..wire import CLOSED, EVENT_ERROR, FAILED, READY, STALE
-from .records import TEXT_HTML, TEXT_PLAIN, LiveOutput
+from .records import LiveOutput
 
 _COLORS = {READY: OK_COLOR, STALE: WARN_COLOR}
 
@@ -24,7 +25,8 @@ class SessionStatus(widgets.HTML):
         super().__init__()
         self.connection = connection
         self.bindings = bindings
-        self.text = ""
+        self.text = cell_text("")
+        self.html = EMPTY
         self._output = LiveOutput()
         connection.observe(self._redraw, names="state")
         bindings.observe(self._redraw, names="count")
@@ -49,12 +51,13 @@ class SessionStatus(widgets.HTML):
         ]
         body = join((f"{label}: {value}" for label, value in cells), " · ")
         state = tag("b", connection.state, style=f"color:{color}", class_="purra-status-state")
-        self.text = f"{connection.state} · " + " · ".join(f"{label}: {value}" for label, value in cells)
-        self.value = str(tag("div", state, " · ", body, class_="purra-status", style="text-align:left"))
+        self.text = cell_text(f"{connection.state} · " + " · ".join(f"{label}: {value}" for label, value in cells))
+        self.html = tag("div", state, " · ", body, class_="purra-status", style="text-align:left")
+        self.value = str(self.html)
         self._output.update(self._bundle())
 
     def _bundle(self) -> dict[str, str]:
-        return {TEXT_HTML: self.value, TEXT_PLAIN: self.text}
+        return bundle(self.html, self.text)
 
     def _ipython_display_(self) -> None:
         self._output.show(self._bundle())
