@@ -528,8 +528,8 @@ def assert_checks(frame: Any, *, junit: str | Path | None = None) -> EvaluationS
         name = f"row {label}: {json.dumps(arguments, ensure_ascii=False, default=str)[:200]}"
         text = "" if _missing(row["text"]) else str(row["text"])
         suite_name = f"{summary.server}.{summary.tool}"
-        cases.append(Case(suite_name, name, failure=reason, kind=CHECKS_FAILED, detail=text if reason else "",
-                          output="" if reason else text))  # fmt: skip
+        cases.append(Case(suite_name, name, failure=reason, kind=CHECKS_FAILED, detail=(text,) if reason else (),
+                          output=() if reason else (text,)))  # fmt: skip
         if reason is not None:
             failed.append(f"row {label}: {reason}")
     if junit is not None:

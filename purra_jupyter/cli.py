@@ -17,6 +17,7 @@ from typing import Any
 
 from .catalog import CALLABLE, NOT_CALLABLE, Catalog, ToolVerdict, check_digest
 from .config import ServerOptions
+from .egress import CliText, cli_text
 from .errors import McpSessionError
 from .junit import Case, suite
 from .names import visible
@@ -32,7 +33,9 @@ Connect to one MCP server, list its tools and print PurrA's verdict on each (pur
 decides it), with the reasons and hints a server's author can follow. No tool is ever called.
 
 The server is the command after -- (run without a shell), a Streamable HTTP --url, or --config FILE --server NAME
-(an mcpServers or VS Code servers file). Header and env values are never printed.
+(an mcpServers or VS Code servers file). Header values, and env values whose names say they are secrets (KEY,
+TOKEN, SECRET, PASSWORD, AUTH ...) or that --secret-env names, are never printed, not even when the server sends
+them back: they show as ***. Every word the server chose is printed on one line, its control characters escaped.
 
 The requirement: {EVERY_TOOL}, or with --require only the tools named (each listed and callable); --expect-digest
 also pins the catalog (purra.json-identity/v1 over the listing, as Catalog.digest and %mcp_catalog show it).
@@ -156,7 +159,7 @@ def check(options: ServerOptions, requirement: Requirement, *, timeout: float = 
 # --- output ------------------------------------------------------------------------------------------------------
 
 
-def as_text(report: CheckReport) -> str:
+def as_text(report: CheckReport) -> list[CliText]:
     lines = [f"checking {report.server} ({report.target})"]
     catalog = report.catalog
     if catalog is not None:
@@ -166,30 +169,32 @@ def as_text(report: CheckReport) -> str:
             required = report.requirement.requires(tool.name)
             mark = "ok  " if tool.callable else "FAIL" if required else "--  "
             lines.append(f"{mark} {tool.label}: {verdict}{'' if required else ' (not required)'}")
-            lines += [f"       {visible(reason)}" for reason in tool.reasons]
+            lines += [f"       {reason}" for reason in tool.reasons]
     if report.error is not None:
         lines.append(f"could not check: {report.error.code}: {report.error.message}")
     lines.append(f"requirement ({report.requirement.describe()}): {report.outcome}")
     lines += [f"  - {problem.sentence}" for problem in report.problems]
-    return "\n".join(lines)
+    return [cli_text(line) for line in lines]
 
 
-def as_json(report: CheckReport) -> str:
-    return json.dumps(report.to_json(), indent=2, ensure_ascii=False)
+def as_json(report: CheckReport) -> list[CliText]:
+    """The report as JSON, every character outside ASCII (a bidirectional override too) as its JSON escape: the
+    values are exactly the server's, and no line of it can be read as anything but JSON."""
+    return [cli_text(line) for line in json.dumps(report.to_json(), indent=2, ensure_ascii=True).split("\n")]
 
 
-def as_junit(report: CheckReport) -> str:
+def as_junit(report: CheckReport) -> list[CliText]:
     """One test case per listed tool (a failure when a required tool is not callable), one per unmet requirement
     that no tool stands for (a missing tool, the digest), and an error case when the check could not run."""
     cases = []
     for row in report.tool_rows():
-        reasons = "\n".join(row["reasons"])
+        reasons = tuple(row["reasons"])
         if row["required"] and not row["callable"]:
             cases.append(Case(report.server, row["name"], failure=f"{NOT_CALLABLE} under PurrA", kind="unmet",
                               detail=reasons))  # fmt: skip
         else:
-            cases.append(Case(report.server, row["name"], output=f"{NOT_CALLABLE} (not required)\n{reasons}"
-                              if reasons else ""))  # fmt: skip
+            cases.append(Case(report.server, row["name"], output=(f"{NOT_CALLABLE} (not required)", *reasons)
+                              if reasons else ()))  # fmt: skip
     listed = {row["name"] for row in report.tool_rows()}
     for problem in report.problems:  # what no listed tool's case says: a required tool not listed, the digest
         if problem.tool not in listed:
@@ -197,10 +202,10 @@ def as_junit(report: CheckReport) -> str:
     if report.error is not None:
         error = report.error
         cases.append(Case(report.server, "connect and list", error=f"{error.code}: {error.message}", kind=error.code))
-    return suite(f"purra-jupyter check {report.server}", cases)
+    return [cli_text(line) for line in suite(f"purra-jupyter check {report.server}", cases).split("\n")]
 
 
-def as_github(report: CheckReport) -> str:
+def as_github(report: CheckReport) -> list[CliText]:
     """GitHub Actions workflow commands: an error annotation per unmet requirement, a warning per tool that is not
     callable but not required, and a notice with the outcome."""
     lines = []
@@ -215,13 +220,13 @@ def as_github(report: CheckReport) -> str:
     lines += [_annotation("error", f"PurrA: {report.server}", problem.sentence) for problem in report.problems
               if problem.tool not in listed]  # fmt: skip
     lines.append(_annotation("notice", "purra-jupyter check", f"{report.requirement.describe()}: {report.outcome}"))
-    return "\n".join(lines)
+    return lines
 
 
-def _annotation(level: str, title: str, message: str) -> str:
-    """One workflow command; its values escaped as GitHub's toolkit escapes them, so a server's words cannot end the
-    command early or start another."""
-    return f"::{level} title={_escape(visible(title), properties=True)}::{_escape(visible(message))}"
+def _annotation(level: str, title: str, message: str) -> CliText:
+    """One workflow command, the kit's own; its values made one line (``cli_text``) and escaped as GitHub's toolkit
+    escapes them, so a server's words cannot end the command early or start another."""
+    return CliText(f"::{level} title={_escape(cli_text(title), properties=True)}::{_escape(cli_text(message))}")
 
 
 def _escape(text: str, *, properties: bool = False) -> str:
@@ -229,8 +234,14 @@ def _escape(text: str, *, properties: bool = False) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if properties else text
 
 
-WRITERS: dict[str, Callable[[CheckReport], str]] = {"text": as_text, "json": as_json, "junit": as_junit,
-                                                    "github": as_github}  # fmt: skip
+WRITERS: dict[str, Callable[[CheckReport], list[CliText]]] = {"text": as_text, "json": as_json, "junit": as_junit,
+                                                              "github": as_github}  # fmt: skip
+
+
+def emit(lines: Sequence[CliText]) -> None:
+    """The one way the command writes its report: lines made by ``egress.cli_text`` (or a workflow command of the
+    kit's own, ``_annotation``)."""
+    print("\n".join(lines))
 
 
 # --- the command line ---------------------------------------------------------------------------------------------
@@ -248,6 +259,8 @@ def parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     sub.add_argument("--url", help="a Streamable HTTP endpoint (https://, or http:// to a loopback host)")
     sub.add_argument("--header", action="append", default=[], metavar="K=V", help="an HTTP header (value never shown)")
     sub.add_argument("--env", action="append", default=[], metavar="K=V", help="an environment variable (stdio)")
+    sub.add_argument("--secret-env", action="append", default=[], metavar="K",
+                     help="an --env whose value is a secret though its name does not say so")  # fmt: skip
     sub.add_argument("--cwd", help="the working directory of a stdio server")
     sub.add_argument("--config", metavar="FILE", help="an mcpServers / VS Code servers JSON file")
     sub.add_argument("--server", metavar="NAME", help="with --config: the entry to check; else the server's name")
@@ -269,10 +282,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.expect_digest is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", args.expect_digest):
         sub.error("--expect-digest takes a 64-digit hex digest (Catalog.digest)")
     server = ServerOptions(args.server or "server", command=command, url=args.url, headers=args.header, env=args.env,
-                           cwd=args.cwd, config_file=args.config)  # fmt: skip
+                           secret_env=args.secret_env, cwd=args.cwd, config_file=args.config)  # fmt: skip
     requirement = Requirement(tuple(args.require) if args.require else None, args.expect_digest)
     report = check(server, requirement, timeout=args.timeout)
-    print(WRITERS[args.format](report))
+    emit(WRITERS[args.format](report))
     return report.exit_code
 
 

@@ -465,6 +465,7 @@ class ServerOptions:
     url: str | None = None
     headers: Sequence[str] = ()
     env: Sequence[str] = ()
+    secret_env: Sequence[str] = ()  # names of ``env`` items whose values are secrets (see ``ServerConfig.secrets``)
     cwd: str | None = None
     config_file: str | None = None
     timeout: float | None = None
@@ -489,6 +490,8 @@ class ServerOptions:
             raise _invalid("--scope and --client-id go with --oauth.")
         common: dict[str, Any] = {"env": _pairs(self.env, "--env"), "cwd": self.cwd,
                                   "headers": _pairs(self.headers, "--header"), "timeout": timeout}  # fmt: skip
+        if self.secret_env:
+            common["secret_env"] = tuple(self.secret_env)
         if self.url:
             if self.command:
                 raise _invalid("Give either --url or a command after --, not both.")

@@ -183,7 +183,8 @@ def _config(args: argparse.Namespace, command: list[str], *, default_timeout: fl
     """The server ``%mcp_connect``'s options describe: a --config entry, a --url or the command after ``--``;
     ``default_timeout`` (``McpMagics.timeout``) applies where neither --timeout nor the entry gives one."""
     options = ServerOptions(
-        args.name, command=command, url=args.url, headers=args.header or (), env=args.env or (), cwd=args.cwd,
+        args.name, command=command, url=args.url, headers=args.header or (), env=args.env or (),
+        secret_env=args.secret_env or (), cwd=args.cwd,
         config_file=args.config, timeout=args.timeout, oauth=args.oauth, scopes=args.scope or (),
         client_id=args.client_id,
     )  # fmt: skip
@@ -342,6 +343,8 @@ class McpMagics(Magics, Configurable):
     @argument("--scope", action="append", metavar="S", help="with --oauth: a scope to ask for (repeatable)")
     @argument("--client-id", metavar="ID", help="with --oauth: a client registered beforehand (no secret)")
     @argument("--env", action="append", metavar="K=V", help="an environment variable for a stdio server")
+    @argument("--secret-env", action="append", metavar="K", help="an --env whose value is a secret though its name "
+              "does not say so: scrubbed from all the server sends")  # fmt: skip
     @argument("--cwd", help="working directory of a stdio server")
     @argument("--config", metavar="FILE", help="take NAME from an mcpServers / VS Code servers JSON file")
     @argument("--timeout", type=float, help="seconds (default: %%config McpMagics.timeout)")
