@@ -186,8 +186,8 @@ class Rows(HasTraits):
         return calls.arguments_digest([self._identity(row) for row in self.to_send])
 
     def _identity(self, row: int) -> Any:
-        """What of row ``row`` its approval covers (the digest is over these)."""
-        return self.plans[row].arguments
+        """What of row ``row`` its approval covers (the digest is over these): its arguments as they are sent."""
+        return self.plans[row].wire_arguments
 
     shown_what = "arguments of each call"  # what ``_identity`` shows, in the approval's words
 

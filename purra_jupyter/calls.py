@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from concurrent import futures
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -82,6 +82,7 @@ STOP_SECONDS = 10.0  # after an interrupt, how long the kernel waits for a write
 MAY_HAVE_HAPPENED = "the kit stopped waiting after the call was sent (a timeout, an interrupt or Cancel)"
 # The kit's note on a code purra-mcp's handler gives without words of its own.
 UNCHECKED_WORDS = "NOT checked against the tool's schema: the server's own validation decides"
+CANONICAL_WORDS = "PurrA's form of what was given, which purra-mcp sends"
 RESULT_NOTES = {
     CANCELED: MAY_HAVE_HAPPENED,
     RESULT_UNSUPPORTED: "the server answered with a content block that is not text (an image, audio or a resource), "
@@ -107,6 +108,16 @@ class CallPlan:
     binding: Binding | None = None  # the binding the call was planned with (``None``: unbound)
     task: bool = False  # a raw call run as a task (``tasks/get`` until it ends, then ``tasks/result``)
     check_arguments: bool = True
+    # What the check found (``plan_call``): the arguments as they go out (on the PurrA path, the value PurrA's
+    # contract makes of them, which purra-mcp's handler sends: ``-0.0`` as ``0``, ``5.0`` as ``5``), and the code and
+    # sentence of why they cannot be sent, if they cannot.
+    sent: Mapping[str, Any] | None = None
+    problem: tuple[str, str] | None = None
+
+    @property
+    def wire_arguments(self) -> Mapping[str, Any]:
+        """The arguments exactly as the call sends them (see ``sent``)."""
+        return self.sent if self.sent is not None else self.arguments
 
     @property
     def effect(self) -> str:
@@ -172,20 +183,22 @@ class CallPlan:
     @property
     def summary(self) -> str:
         name = self.label if self.raw else self.local
-        return f"{name}({json.dumps(self.arguments, ensure_ascii=False)[:200]})"
+        return f"{name}({json.dumps(self.wire_arguments, ensure_ascii=False)[:200]})"
 
     @property
     def shown_arguments(self) -> tuple[str, Any]:
         if not self.check_arguments:
-            return f"arguments (sent exactly as shown, {UNCHECKED_WORDS}):", self.arguments
-        return "arguments (sent exactly as shown):", self.arguments
+            return f"arguments (sent exactly as shown, {UNCHECKED_WORDS}):", self.wire_arguments
+        if self.sent is not None and _json(self.sent) != _json(self.arguments):
+            return f"arguments (sent exactly as shown: {CANONICAL_WORDS}):", self.sent
+        return "arguments (sent exactly as shown):", self.wire_arguments
 
     @property
     def detail_rows(self) -> tuple[tuple[str, str], ...]:
         return self.write.rows() if self.write is not None else ()
 
     def digest(self) -> str:
-        return arguments_digest(self.arguments)
+        return arguments_digest(self.wire_arguments)
 
     def approved(self, how: str, digest: str) -> None:
         declaration = f"; declares: {self.declaration}" if self.declaration else ""
@@ -254,7 +267,7 @@ def plan_call(
                 server_text="\n".join(tool.reasons),
             )
         bindings.check_read_declaration(remote)  # calling it unbound declares it a read tool
-    return plan
+    return replace(plan, **_checked(plan)) if check_arguments and remote in bindings.catalog else plan
 
 
 def refusal(plan: CallPlan) -> Result | None:
@@ -264,9 +277,8 @@ def refusal(plan: CallPlan) -> Result | None:
         return record(plan, plan.fail(CONNECTION_CLOSED, f"the session is {connection.state}; nothing was sent"))
     if connection.state == STALE:
         return record(plan, plan.fail(CATALOG_STALE, "the tools changed since they were listed; call refresh()"))
-    problem = _argument_problem(plan)
-    if problem is not None:
-        code, sentence = problem
+    if plan.problem is not None:
+        code, sentence = plan.problem
         return record(plan, plan.fail(code, f"{sentence}; nothing was sent"))
     return None
 
@@ -737,18 +749,29 @@ def arguments_digest(arguments: Any) -> str:
         return str(json_identity_digest({"json": json.dumps(arguments, sort_keys=True)}))
 
 
-def _argument_problem(plan: CallPlan) -> tuple[str, str] | None:
-    """The code and sentence of why the arguments cannot be sent (see ``argument_checker``); ``None`` if they fit
-    or the plan sends them without checking."""
-    if not plan.check_arguments:
-        return None
-    check = argument_checker(plan.tool.input_schema, raw=plan.raw, limits=plan.connection.limits)
-    misfit = check(plan.arguments)
+def _checked(plan: CallPlan) -> dict[str, Any]:
+    """``sent`` and ``problem`` of ``plan`` (see ``CallPlan``): one check of its arguments, by ``argument_checker``'s
+    rules, whose value on the PurrA path is what purra-mcp's handler will send."""
+    schema, limits = plan.tool.input_schema, plan.connection.limits
+    if not plan.raw:
+        from purra.json_values import thaw_json_mapping
+        from purra.structured import StructuredOutputError
+        from purra_mcp import McpAdapterError
+
+        try:
+            return {"sent": thaw_json_mapping(remote_contract(schema, limits).validate_value(plan.arguments))}
+        except (StructuredOutputError, McpAdapterError):
+            pass  # (the check below says why, in the schema's own words, or raises purra-mcp's refusal)
+    misfit = argument_checker(schema, raw=plan.raw, limits=limits)(plan.arguments)
     if misfit is None:
-        return None
+        return {}
     if misfit.code == INVALID_ARGUMENTS:
-        return misfit.code, f"the arguments do not fit at {misfit.path}: {misfit.problem}"
-    return misfit.code, misfit.problem
+        return {"problem": (misfit.code, f"the arguments do not fit at {misfit.path}: {misfit.problem}")}
+    return {"problem": (misfit.code, misfit.problem)}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def argument_checker(schema: Mapping[str, Any], *, raw: bool, limits: Any) -> Check:
