@@ -15,7 +15,7 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent import futures
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from .bindings import Binding
 
 EMPTY_ENVELOPE = '{"text":[],"structured":null}'  # purra-mcp's envelope on every failure
+SETTLED = (DONE, DENIED, VOID)  # the states a call ends in
 Result = Envelope | RawResult
 STOP_SECONDS = 10.0  # after an interrupt, how long the kernel waits for a write (or a batch's rows) in flight
 MAY_HAVE_HAPPENED = "the kit stopped waiting after the call was sent (a timeout, an interrupt or Cancel)"
@@ -627,6 +628,20 @@ class Call(HasTraits):
                 raise McpSessionError(INTERRUPTED, message) from None
         return self.result
 
+    def when_settled(self, callback: Callable[[Call], None]) -> None:
+        """``callback(call)`` once the call settled (``done``, ``denied`` or ``void``): now if it has (on this thread),
+        else on the loop as it settles."""
+
+        def settled(change: dict[str, Any]) -> None:
+            if change["new"] in SETTLED:
+                self.unobserve(settled, names="state")
+                callback(self)
+
+        self.observe(settled, names="state")
+        if self.state in SETTLED:  # (it may have settled before the observer was in place)
+            self.unobserve(settled, names="state")
+            callback(self)
+
     def _approve(self, how: str) -> Future[None] | None:
         return runner.submit(self._run) if self._runs(how) else None
 
@@ -807,6 +822,7 @@ def _contract_misfit(details: Mapping[str, Any], schema_says: Misfit | None) -> 
 
 
 __all__ = [
+    "SETTLED",
     "Call",
     "CallPlan",
     "Decision",

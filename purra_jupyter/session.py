@@ -775,8 +775,8 @@ def replay(
     transcript: str | Path, config: ServerConfig, *, approve: bool | None = None, timeout: float | None = None
 ) -> pd.DataFrame | PendingCall:
     """Connect to ``config``'s server and replay a saved transcript's tool calls on it (``McpSession.replay``): a
-    server's later version, or another server, against what was recorded. Decided in code (``approve``), the session
-    closes once the replay is done; waiting for a person, it stays open (``pj.sessions()``) until you close it."""
+    server's later version, or another server, against what was recorded. The session closes once the replay
+    settled: at once when decided in code (``approve``), else once a person decided and it ran."""
     check_approve(approve)
     work = lambda opened: opened[0].replay(transcript, approve=approve, timeout=timeout)  # noqa: E731
     outcome: pd.DataFrame | PendingCall = on_own_sessions([config], work, "replay")
@@ -784,9 +784,9 @@ def replay(
 
 
 def on_own_sessions(configs: Sequence[ServerConfig], work: Callable[[list[McpSession]], Any], what: str) -> Any:
-    """``work`` on sessions opened for it alone (one per config, in order). They close once it settled (it failed,
-    or it was decided in code); while its call waits for a person (the call itself came back) they stay open, for
-    that call to run on."""
+    """``work`` on sessions opened for it alone (one per config, in order). They close once it settled: at once when it
+    failed or was decided in code; when its call waits for a person (the call itself came back), once that call
+    settles (decided, run, or void), whatever decided it."""
     opened: list[McpSession] = []
     try:
         for config in configs:
@@ -796,9 +796,15 @@ def on_own_sessions(configs: Sequence[ServerConfig], work: Callable[[list[McpSes
         for session in opened:
             session.close(f"{what} failed")
         raise
-    if not isinstance(outcome, Call):
+
+    def close(_: object = None) -> None:
         for session in opened:
             session.close(f"{what} done")
+
+    if isinstance(outcome, Call):
+        outcome.when_settled(close)
+    else:
+        close()
     return outcome
 
 

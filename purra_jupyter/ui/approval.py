@@ -10,8 +10,10 @@ output is rewritten to the call's record (``records``), which the saved notebook
 from __future__ import annotations
 
 import json
+import threading
 import time
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import ipywidgets as widgets
@@ -26,10 +28,11 @@ from ..egress import bundle, cell_text
 from ..markup import EMPTY, ERROR_COLOR, WARN_COLOR, Html, join, key_value_table, pre, tag
 from ..names import one_line, visible
 from ..replays import Replay
-from ..wire import RUNNING
+from ..wire import PENDING, RUNNING
 from .records import (
     SETTLED,
     LiveOutput,
+    current_cell,
     record_bundle,
     redraw_while,
     short_digest,
@@ -62,6 +65,7 @@ class PendingCall(Call):
         self._outputs.remove(output)
 
     def _ipython_display_(self) -> None:
+        undecided.shown_in_this_cell(self)
         self._outputs[0].show(self._repr_mimebundle_())
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
@@ -74,10 +78,38 @@ class PendingCall(Call):
         return widget_bundle(self.widget, static, buttons=self.widget.button_names, again=AGAIN)
 
     def _settled(self, change: dict[str, Any]) -> None:
+        """Settled: every output shows the record (a plain output), and the widget is closed, its handlers gone."""
         if change["new"] in SETTLED:
             record = record_bundle(self)
             for output in list(self._outputs):
                 output.update(record)
+            self.widget.release()
+
+
+class UndecidedCalls:
+    """The approvals a cell shows that nobody decided yet, by cell: when the cell runs again, they are denied (the
+    person's new run replaces them), so none stays subscribed to its session, widgets and all, until it ends."""
+
+    def __init__(self) -> None:
+        self._by_cell: dict[str, tuple[str | None, list[weakref.ref[PendingCall]]]] = {}
+        self._lock = threading.Lock()
+
+    def shown_in_this_cell(self, call: PendingCall) -> None:
+        cell, run = current_cell()
+        if cell is None:
+            return
+        with self._lock:
+            last_run, calls = self._by_cell.get(cell, (run, []))
+            earlier = calls if last_run != run else []
+            self._by_cell[cell] = (run, [ref for ref in calls if last_run == run] + [weakref.ref(call)])
+        for ref in earlier:
+            stale = ref()
+            if stale is not None and stale.state == PENDING:
+                stale.deny(RERUN_WORDS)
+
+
+undecided = UndecidedCalls()
+RERUN_WORDS = "its cell ran again before anyone decided"
 
 
 class ApprovalWidget(widgets.VBox):
@@ -100,14 +132,19 @@ class ApprovalWidget(widgets.VBox):
         self.status = widgets.HTML(str(_status_html(call)))
         self.activity = ActivityView(call.activity)
         self._started = 0.0
+        self._unlinks: list[Callable[[], None]] = []  # what ``release`` undoes: the batch's links to its widgets
         progress = []
         if isinstance(job, Rows):  # a bar and counts that follow the rows of the approved batch (refused rows: no)
             bar = widgets.IntProgress(min=0, max=max(job.progress_total, 1))
-            dlink((job, "finished"), (bar, "value"))
+            self._unlinks.append(dlink((job, "finished"), (bar, "value")).unlink)
             self.counts = widgets.HTML(str(_counts_html(job)))
-            job.observe(
-                lambda _: setattr(self.counts, "value", _counts_html(job)), names=["sent", "finished", "failed"]
-            )
+
+            def count(_: object) -> None:
+                self.counts.value = str(_counts_html(job))
+
+            names = ["sent", "finished", "failed"]
+            job.observe(count, names=names)
+            self._unlinks.append(lambda: job.unobserve(count, names=names))
             progress.append(widgets.HBox([bar, self.counts]))
         else:
             progress.append(self.activity)
@@ -121,6 +158,15 @@ class ApprovalWidget(widgets.VBox):
             ]
         )
         self.add_class("purra-approval")
+
+    def release(self) -> None:
+        """Close this widget and every widget in it, and drop what ties them to the call and its batch (the call's
+        record, a plain output, took its place)."""
+        self._call.unobserve(self._changed, names="state")
+        for unlink in self._unlinks:
+            unlink()
+        for widget in reversed(list(_tree(self))):
+            widget.close()
 
     @property
     def button_names(self) -> list[str]:
@@ -171,6 +217,13 @@ class ActivityView(widgets.VBox):
             self.bar.value = fraction
             self.bar.layout.display = None
         self.words.value = str(pre("\n".join(view.summary()))) if not view.empty else ""
+
+
+def _tree(widget: widgets.Widget) -> Iterator[widgets.Widget]:
+    """``widget`` and every widget in it (children, then theirs)."""
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _tree(child)
 
 
 def _status_html(call: Call, running: str = "") -> Html:

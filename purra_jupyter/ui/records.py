@@ -50,6 +50,19 @@ _OUR_MIMES = (ENVELOPE_MIME, RAW_RESULT_MIME)
 _ENDED_WORDS = {INTERRUPTED: "cancelled", CANCELED: "cancelled", TIMEOUT: "timed out"}
 
 
+def current_cell() -> tuple[str | None, str | None]:
+    """The cell that runs now (its id, as JupyterLab, Notebook 7 and nbclient send it) and this run of it (the
+    request's message id); ``None`` for either outside a kernel or from a frontend that does not say."""
+    kernel = getattr(get_ipython(), "kernel", None)
+    try:
+        parent = kernel.get_parent() if kernel is not None else {}
+    except Exception:  # (a kernel without a parent message: nothing runs)
+        return None, None
+    cell = (parent.get("metadata") or {}).get("cellId")
+    run = (parent.get("header") or {}).get("msg_id")
+    return (cell if isinstance(cell, str) else None), (run if isinstance(run, str) else None)
+
+
 def in_kernel() -> bool:
     """Whether outputs go to a notebook frontend (a kernel), where a display can be rewritten."""
     return getattr(get_ipython(), "kernel", None) is not None
