@@ -390,7 +390,8 @@ class Batch(Rows):
 
     def _resumed_words(self) -> str:
         assert self.checkpoint is not None
-        return resumed_words(str(self.checkpoint.path), self.resumed)
+        skipped = self.checkpoint.skipped_words
+        return resumed_words(str(self.checkpoint.path), self.resumed) + (f"; {skipped}" if skipped else "")
 
     def approved(self, how: str, digest: str) -> None:
         declaration = f"; declares: {self.declaration}" if self.declaration else ""

@@ -460,8 +460,11 @@ async def _run_task(plan: CallPlan, client: ClientSession, activity: Activity) -
         payload = types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(taskId=task.taskId))
         result = await client.send_request(types.ClientRequest(payload), types.CallToolResult)
     except anyio.get_cancelled_exc_class():
-        with anyio.CancelScope(shield=True), anyio.move_on_after(TASK_CANCEL_SECONDS):
+        with anyio.CancelScope(shield=True), anyio.move_on_after(TASK_CANCEL_SECONDS) as waited:
             await _cancel_task(plan, client, task.taskId, activity)
+        if waited.cancelled_caught:
+            log.add(EVENT_TASK, f"{plan.label}: task {task.taskId}: tasks/cancel not answered within "
+                    f"{TASK_CANCEL_SECONDS:g} s; a late answer is discarded")  # fmt: skip
         raise
     return result, f"ran as task {task.taskId} ({task.status})"
 

@@ -141,7 +141,7 @@ class Ingress:
     def _drops(self, value: Any) -> bool:
         """Whether ``value`` is a notification to drop: unknown to the SDK, or informing past the budget."""
         if not isinstance(value, dict) or "id" in value or not isinstance(value.get("method"), str):
-            self._report()
+            self._report(now=isinstance(value, dict) and "method" not in value)  # (an answer: say it before it)
             return False
         method = value["method"]
         if method in _known_notifications() and (method not in INFORMING or self._take()):
@@ -160,14 +160,15 @@ class Ingress:
         self._tokens -= 1
         return True
 
-    def _report(self) -> None:
-        """Say in the log how many were dropped since it last said so (at most once every ``NOTE_SECONDS``)."""
+    def _report(self, *, now: bool = False) -> None:
+        """Say in the log how many were dropped since it last said so: at most once every ``NOTE_SECONDS``, or ``now``
+        (before an answer, so that what was dropped while a call ran is in the log when it settles)."""
         if not self._dropped:
             return
-        now = time.monotonic()
-        if now - self._noted < NOTE_SECONDS:
+        clock = time.monotonic()
+        if clock - self._noted < NOTE_SECONDS and not now:
             return
-        self._noted = now
+        self._noted = clock
         counts = ", ".join(f"{count} {what}" for what, count in sorted(self._dropped.items()))
         self._dropped.clear()
         self._note(EVENT_DROPPED, f"not handed on: {counts} (past a burst of {self._burst}, informing notifications "

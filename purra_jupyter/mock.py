@@ -6,12 +6,18 @@ result (whatever the client asks), ``ping`` with ``{}``, and any other method by
 times is answered in the recorded order, then as the last time), and so for reads and prompts. A request the
 transcript holds no answer to gets a JSON-RPC error that says so (``-32602`` for a known method, ``-32601`` for
 one never recorded). Notifications are read and ignored. No MCP SDK, no network: JSON lines on stdin and stdout.
+
+Both the transcript and each request line are untrusted input, read within ``untrusted``'s bounds: a transcript
+``transcript.load`` refuses ends the mock with one line on stderr (exit code 2); a line the mock cannot serve gets a
+JSON-RPC error and the next line is read (``-32700`` not JSON; ``-32602`` past a bound, or an id that is not a string
+or a number; ``-32603`` a recorded answer that is neither a result object nor an error). Each answer is one line
+(``untrusted.json_line``: U+2028, U+2029 and U+0085 escaped).
 """
 
 from __future__ import annotations
 
 import io
-import json
+import os
 import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -21,10 +27,12 @@ from .errors import McpSessionError
 from .names import visible
 from .purra_adapter import canonical_json
 from .transcript import SavedTranscript, load
+from .untrusted import MAX_LINE_BYTES, JsonRefused, json_line, parse
 
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
 PARSE_ERROR = -32700
+INTERNAL_ERROR = -32603
 ANY_PARAMS = ("initialize",)  # answered as recorded, whatever the client sends
 
 
@@ -37,7 +45,9 @@ def _key(method: str, params: Any) -> str:
 
 
 class RecordedAnswers:
-    """What the recorded server answered, by request; each answer a JSON-RPC ``result`` or ``error`` member."""
+    """What the recorded server answered, by request; each answer a JSON-RPC ``result`` or ``error`` member. A
+    recorded answer that is neither (a ``result`` that is not an object, an ``error`` without its code and message,
+    a response with neither) is answered with ``-32603``: the transcript holds no answer the mock can give."""
 
     def __init__(self, transcript: SavedTranscript) -> None:
         self._answers: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -52,8 +62,7 @@ class RecordedAnswers:
                 response = exchange.response
                 if response is None:
                     continue
-                answer = {k: response.message[k] for k in ("result", "error") if k in response.message}
-                self._answers[_key(method, exchange.params)].append(answer)
+                self._answers[_key(method, exchange.params)].append(_recorded(response.message))
 
     def answer(self, method: str, params: Any) -> dict[str, Any]:
         if method == "ping":
@@ -69,6 +78,21 @@ class RecordedAnswers:
         return _error(INVALID_PARAMS, f"purra-jupyter mock: the transcript holds no answer to {_what(method, params)}")
 
 
+def _recorded(response: Mapping[str, Any]) -> dict[str, Any]:
+    """A recorded response's ``result`` or ``error`` member, when it is one an MCP client can read."""
+    result, error = response.get("result"), response.get("error")
+    if "error" not in response and isinstance(result, dict):
+        return {"result": result}
+    if "result" not in response and isinstance(error, dict) and _is_int(error.get("code")):
+        if isinstance(error.get("message"), str):
+            return {"error": error}
+    return _error(INTERNAL_ERROR, "purra-jupyter mock: the recorded answer is not a JSON-RPC result or error")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _what(method: str, params: Any) -> str:
     if method == "tools/call" and isinstance(params, Mapping):
         return f"the tools/call of {visible(str(params.get('name')))!r} with these arguments"
@@ -79,25 +103,59 @@ def _error(code: int, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-def serve(answers: RecordedAnswers, reader: IO[str], writer: IO[str]) -> None:
-    """Answer each request line of ``reader`` on ``writer`` until the input ends."""
-    for line in reader:
-        if not line.strip():
+def serve(answers: RecordedAnswers, reader: IO[bytes], writer: IO[str]) -> None:
+    """Answer each request line of ``reader`` on ``writer`` until the input ends (or the client stops reading).
+    Each line is read as untrusted JSON (``untrusted.parse``'s bounds); a request the mock cannot serve gets a
+    JSON-RPC error, and the next line is read."""
+    while True:
+        line = reader.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        answer: dict[str, Any] | None
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):  # the rest of that line, unread
+                line = reader.readline(MAX_LINE_BYTES + 1)
+            said = f"purra-jupyter mock: a line of over {MAX_LINE_BYTES} bytes"
+            answer = {"id": None, **_error(INVALID_PARAMS, said)}
+        elif not line.strip():
             continue
-        try:
-            message = json.loads(line)
-        except json.JSONDecodeError:
-            _write(writer, {"jsonrpc": "2.0", "id": None, **_error(PARSE_ERROR, "purra-jupyter mock: not JSON")})
+        else:
+            answer = _answered(answers, line)
+        if answer is None:
             continue
-        if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
-            continue  # a notification, or a response to nothing the mock asked
+        if not _write(writer, {"jsonrpc": "2.0", **answer}):
+            return
+
+
+def _answered(answers: RecordedAnswers, line: bytes) -> dict[str, Any] | None:
+    """The ``id`` and ``result`` or ``error`` members of the answer to one line; ``None``: a line that asks for
+    none (a notification, a response)."""
+    try:
+        message = parse(line)
+    except JsonRefused as refused:
+        code = PARSE_ERROR if refused.reason.startswith("not JSON") else INVALID_PARAMS
+        return {"id": None, **_error(code, f"purra-jupyter mock: {refused.reason}")}
+    if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
+        return None  # a notification, or a response to nothing the mock asked
+    request_id = message["id"]
+    if not (request_id is None or isinstance(request_id, str | float) or _is_int(request_id)):
+        return {"id": None, **_error(INVALID_PARAMS, "purra-jupyter mock: a request id is a string or a number")}
+    try:
         answer = answers.answer(message["method"], message.get("params"))
-        _write(writer, {"jsonrpc": "2.0", "id": message["id"], **answer})
+    except (ValueError, TypeError, RecursionError) as error:
+        said = f"purra-jupyter mock: cannot answer this request ({error.__class__.__name__})"
+        return {"id": request_id, **_error(INTERNAL_ERROR, said)}
+    return {"id": request_id, **answer}
 
 
-def _write(writer: IO[str], message: Mapping[str, Any]) -> None:
-    writer.write(json.dumps(message, ensure_ascii=False) + "\n")
-    writer.flush()
+def _write(writer: IO[str], message: Mapping[str, Any]) -> bool:
+    """Write one message as one line; ``False`` when the client no longer reads."""
+    try:
+        writer.write(json_line(message))
+        writer.flush()
+    except (BrokenPipeError, ConnectionResetError, ValueError):  # (ValueError: a closed stream)
+        return False
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -110,10 +168,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except McpSessionError as error:
         print(f"{error.code}: {error.message}", file=sys.stderr)
         return 2
-    reader = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")  # (JSON-RPC over stdio is UTF-8, whatever the locale)
-    writer = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8")
-    serve(answers, reader, writer)
+    writer = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8")  # (JSON-RPC over stdio is UTF-8, always)
+    try:
+        serve(answers, sys.stdin.buffer, writer)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        _quiet(writer)
     return 0
+
+
+def _quiet(writer: IO[str]) -> None:
+    """Flush what is left; a client gone away leaves nothing to say (and no traceback as the process ends)."""
+    try:
+        writer.flush()
+    except (OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 if __name__ == "__main__":

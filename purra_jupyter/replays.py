@@ -26,7 +26,7 @@ from .envelope import RawResult
 from .errors import McpSessionError
 from .markup import key_value_table, tag
 from .names import one_line, visible
-from .transcript import SavedTranscript
+from .transcript import SavedTranscript, TranscriptMessage
 from .wire import CONFIG_INVALID, EVENT_APPROVAL
 
 if TYPE_CHECKING:
@@ -58,16 +58,28 @@ class RecordedCall:
 
 
 def recorded_calls(saved: SavedTranscript) -> list[RecordedCall]:
+    """Each ``tools/call`` of the transcript, in order. The transcript is untrusted input: a request whose tool name
+    is not a string or whose arguments are not an object is no call, and is left out; an answer that is neither a
+    result object nor an error object counts as no answer recorded."""
     found = []
     for exchange in saved.exchanges("tools/call"):
         params = exchange.params
-        arguments = params.get("arguments")
-        response = exchange.response
-        answer = None if response is None else {k: response.message[k] for k in ("result", "error")
-                                                 if k in response.message}  # fmt: skip
-        found.append(RecordedCall(str(params.get("name")), arguments if isinstance(arguments, Mapping) else {},
-                                  answer, exchange.elapsed_ms))  # fmt: skip
+        name, arguments = params.get("name"), params.get("arguments")
+        arguments = {} if arguments is None else arguments  # (MCP's arguments are optional)
+        if not isinstance(name, str) or not isinstance(arguments, Mapping):
+            continue
+        found.append(RecordedCall(name, arguments, _answer(exchange.response), exchange.elapsed_ms))
     return found
+
+
+def _answer(response: TranscriptMessage | None) -> dict[str, Any] | None:
+    """A recorded response's ``result`` or ``error`` member, when it is an object; else ``None`` (no answer)."""
+    if response is None:
+        return None
+    message = response.message
+    if "error" in message:
+        return {"error": message["error"]} if isinstance(message["error"], Mapping) else None
+    return {"result": message["result"]} if isinstance(message.get("result"), Mapping) else None
 
 
 def recorded_verdicts(saved: SavedTranscript, limits: McpToolLimits) -> dict[str, ToolVerdict] | None:
@@ -79,6 +91,8 @@ def recorded_verdicts(saved: SavedTranscript, limits: McpToolLimits) -> dict[str
     pages: list[Any] = []
     for exchange in saved.exchanges("tools/list"):
         result = (exchange.response.message.get("result") if exchange.response else None) or {}
+        if not _is_page(result):  # (no listing: the recorded session refused it too)
+            continue
         if "cursor" not in exchange.params:
             pages = []
         pages.extend(result.get("tools") or ())
@@ -93,6 +107,12 @@ def recorded_verdicts(saved: SavedTranscript, limits: McpToolLimits) -> dict[str
         except ValueError:  # (a listing entry that is not a tool: the recorded session refused it too)
             continue
     return {tool.name: tool for tool in tools}
+
+
+def _is_page(result: Any) -> bool:
+    """A ``tools/list`` result as the MCP SDK reads one: an object, its tools a list, its cursor a string."""
+    return (isinstance(result, Mapping) and isinstance(result.get("tools", []), list)
+            and isinstance(result.get("nextCursor", ""), str | None))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -1231,3 +1231,78 @@ def test_the_servers_log_lines_and_progress_appear_under_a_running_call(tmp_path
         except BaseException:
             browser.report_failure("server-running-failure", lab)
             raise
+
+
+# --- what a server says under a call: text, never a link -----------------------------------------------------
+
+LINKS_AT = "https://evil.example/login"  # the server's address in every word it says of a running call
+SAID = f"verify your account at {LINKS_AT} or www.evil.example"
+LINK_PLAN = {
+    "tools": [
+        {"name": "speak", "description": "says things", "inputSchema": {"type": "object"}},
+        {"name": "tasky", "description": "runs as a task", "inputSchema": {"type": "object"},
+         "execution": {"taskSupport": "optional"}},
+    ],
+    "calls": {"speak": "say"},
+    "say": [
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": f"log: {SAID}"}},
+        {"jsonrpc": "2.0", "method": "notifications/progress",
+         "params": {"progressToken": "{token}", "progress": 1, "total": 2, "message": f"progress: {SAID}"}},
+    ],
+    "task_status": f"task: {SAID}",
+    "task_completes": True,
+    "result_text": f"result: {SAID}",
+}  # fmt: skip
+LINK_CELLS = {
+    "connect": "import sys\nimport purra_jupyter as pj\n"
+    "s = pj.connect(pj.ServerConfig('links', command=sys.executable, args=[{server!r}, {plan!r}]))",
+    "code": "s.call('speak', {{'x': 'in code'}}, raw=True, approve=True)",
+    "code_task": "s.call('tasky', {{'x': 'in code'}}, raw=True, task=True, approve=True)",
+    "clicked": "clicked = s.call('speak', {{'x': 'clicked'}}, raw=True)\nclicked",
+    "clicked_task": "clicked_task = s.call('tasky', {{'x': 'clicked'}}, raw=True, task=True)\nclicked_task",
+}
+EVIL_LINKS_JS = (
+    "() => [...document.querySelectorAll('a')]"
+    ".filter(a => /evil\\.example/.test((a.getAttribute('href') || '') + ' ' + a.textContent))"
+    ".map(a => a.outerHTML)"
+)
+
+
+@pytest.mark.parametrize("ui", ["lab", "notebook"])
+def test_what_a_server_says_of_a_call_is_never_a_link(ui: str, tmp_path: Path, browser: Browser) -> None:
+    """A server's log line, progress and task status carrying addresses, shown under a call approved in code (the
+    lines the cell prints) and under a clicked one (the approval's activity, then its record), in JupyterLab and
+    Notebook 7: every word is there, as text, and no element of the page is a link to the server's address."""
+    from test_untrusted import UNTRUSTED
+
+    page = browser.page
+    cell = lambda name: page.locator(".jp-Notebook .jp-Cell").nth(list(LINK_CELLS).index(name))  # noqa: E731
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(LINK_PLAN))
+    with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
+        notebook = nbformat.v4.new_notebook()
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        values = {"server": str(UNTRUSTED), "plan": f"@{plan}"}
+        notebook.cells = [nbformat.v4.new_code_cell(source.format(**values)) for source in LINK_CELLS.values()]
+        nbformat.write(notebook, lab.root / "links.ipynb")
+        try:
+            open_notebook(browser, lab, "links.ipynb", ui=ui)
+            run_all(browser)
+            for name in ("clicked", "clicked_task"):
+                cell(name).locator(".purra-approval").get_by_role("button", name="Approve").click()
+                expect(cell(name).locator(RAW_RESULT)).to_contain_text("result: verify your account", timeout=STEP)
+            printed = cell("code").locator('[data-mime-type="application/vnd.jupyter.stdout"]')
+            expect(printed).to_contain_text("log: verify your account at https[:]//evil.example/login")
+            expect(printed).to_contain_text("progress: verify your account")
+            task_printed = cell("code_task").locator('[data-mime-type="application/vnd.jupyter.stdout"]')
+            expect(task_printed).to_contain_text("task: verify your account at https[:]//evil.example/login")
+            for name in ("clicked", "clicked_task"):  # the record keeps what the server said while it ran
+                expect(cell(name).locator(RAW_RESULT)).to_contain_text("verify your account at https://evil.example")
+            expect(cell("clicked").locator(RAW_RESULT)).to_contain_text("log: verify")
+            expect(cell("clicked_task").locator(RAW_RESULT)).to_contain_text("task: verify")
+            assert page.evaluate(EVIL_LINKS_JS) == []
+            browser.screenshot(f"{ui}-server-words-as-text", cell("clicked"))
+            assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
+        except BaseException:
+            browser.report_failure(f"{ui}-links-failure", lab)
+            raise

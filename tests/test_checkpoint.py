@@ -77,7 +77,7 @@ def test_a_catalog_that_changed_sends_the_rows_again(tmp_path: Path) -> None:
         assert frame.attrs["summary"].resumed == 0 and echo_count(demo) == 8
 
 
-def test_a_line_the_kill_cut_is_dropped_and_a_bad_line_is_refused(tmp_path: Path) -> None:
+def test_a_line_the_kill_cut_is_dropped_and_a_bad_line_is_skipped_and_named(tmp_path: Path) -> None:
     path = tmp_path / "batch.jsonl"
     with pj.connect(demo_in_memory(), approval="auto") as demo:
         demo.bind("echo")
@@ -87,7 +87,14 @@ def test_a_line_the_kill_cut_is_dropped_and_a_bad_line_is_refused(tmp_path: Path
         assert len(Checkpoint(path).done) == 3 and path.read_text() == text
         frame = demo.evaluate("echo", ROWS[:4], checkpoint=path)
         assert frame.attrs["summary"].resumed == 3 and len(lines(path)) == 4
-        path.write_text("not json\n" + text)
+        path.write_text("not json\n" + text)  # a bad line: skipped, named; the good rows stay done
+        checkpoint = Checkpoint(path)
+        assert len(checkpoint.done) == 3 and checkpoint.skipped == [(1, "not JSON (expected ident)")]
+        frame = demo.evaluate("echo", ROWS[:4], checkpoint=path)
+        assert frame.attrs["summary"].resumed == 3
+        said = demo.log.events("approval")[-1].detail  # the approval's log row names the line skipped
+        assert "1 line skipped, not checkpoint rows" in said and "line 1 (not JSON" in said, said
+        path.write_text("not json\n")  # no good row at all: not a checkpoint, left as it is
         with pytest.raises(pj.McpSessionError) as raised:
             demo.evaluate("echo", ROWS[:4], checkpoint=path)
         assert raised.value.code == CONFIG_INVALID and f"{path}, line 1: not a checkpoint row" in raised.value.message

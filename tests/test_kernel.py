@@ -224,3 +224,68 @@ def test_kernel_interrupt_during_a_batch_returns_its_table_and_the_session_survi
         "s.state, s.call('echo', {'text': 'ok'}, approve=True).structured",
     )
     assert after == ["('ready', {'text': 'ok'})"]
+
+
+LEFT_BEHIND = OPEN_DEMO + (
+    "import psutil\n"
+    "from ipywidgets.widgets.widget import _instances\n"
+    "s.bind('echo')\n"
+    "before = len(_instances)\n"
+    "for i in range(40):\n"
+    "    pending = s.call('echo', {'text': f'call {i}'})\n"
+    "    display(pending)\n"
+    "    pending.approve()\n"
+    "    assert pending.wait().ok\n"
+    "widgets_left = len(_instances) - before\n"
+    "mine = {p.pid for p in psutil.Process().children(recursive=True)}\n"
+    "pool = pj.ServerConfig('pool', command=sys.executable, args=['-m', 'purra_jupyter.demo'])\n"
+    "batch = pj.evaluate(pool, 'echo', [{'text': str(i)} for i in range(6)], sessions=2)\n"
+    "servers = {p.pid for p in psutil.Process().children(recursive=True)} - mine\n"
+    "batch.approve()\n"
+    "frame = batch.wait()\n"
+    "def alive(pids):\n"
+    "    return [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]\n"
+    "until(lambda: not alive(servers), 'the servers of the batch to end')\n"
+    "(widgets_left, len(servers), len(frame), alive(servers))"
+)
+
+
+def test_decided_calls_and_a_settled_pool_leave_no_widget_and_no_process_behind(
+    kernel: tuple[KernelManager, BlockingKernelClient],
+) -> None:
+    """40 prompted calls, each decided: at most 10 more live widgets than before (each approval's ~27 closed once its
+    record took its place); a prompted ``pj.evaluate(..., sessions=2)``, once approved and settled: none of its two
+    server processes is left."""
+    _, client = kernel
+    [shown] = results_of(client, LEFT_BEHIND)
+    widgets_left, servers, rows, alive = eval(shown)
+    assert widgets_left <= 10, shown
+    assert servers >= 2 and rows == 6 and alive == [], shown
+
+
+def run_in_cell(client: BlockingKernelClient, code: str, cell_id: str) -> list[dict]:
+    """Execute ``code`` as the cell ``cell_id`` (a frontend sends the cell's id in the request's metadata)."""
+    content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False}
+    message = client.session.msg("execute_request", content, metadata={"cellId": cell_id})
+    client.shell_channel.send(message)
+    return collect(client, message["header"]["msg_id"], timeout=60)
+
+
+def test_an_undecided_approval_is_denied_when_its_cell_runs_again(
+    kernel: tuple[KernelManager, BlockingKernelClient],
+) -> None:
+    """Run again, a cell's approval that nobody decided is denied (nothing sent), its widgets closed and its session
+    no longer holding it; two approvals of one run of a cell both stay; another cell's stays."""
+    _, client = kernel
+    open_demo(client, "calls = []\nfrom ipywidgets.widgets.widget import _instances\n")
+    ask = "p = s.call('echo', {'text': 'x'})\ncalls.append(p)\ndisplay(p)\n"
+    assert not errors(run_in_cell(client, ask + ask, "cell-a"))  # two approvals in one run of cell a
+    assert not errors(run_in_cell(client, ask, "cell-b"))
+    before = eval(results_of(client, "len(_instances)")[0])
+    assert not errors(run_in_cell(client, ask, "cell-a"))  # cell a again
+    [states] = results_of(client, "until(lambda: calls[0].state == 'denied', 'the denial'); [c.state for c in calls]")
+    assert eval(states) == ["denied", "denied", "pending", "pending"], states
+    [how] = results_of(client, "calls[0].decision.how")
+    assert how == "'its cell ran again before anyone decided'", how
+    after = eval(results_of(client, "len(_instances)")[0])
+    assert after <= before, (before, after)  # the new approval's widgets, the two old ones' closed

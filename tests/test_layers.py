@@ -30,6 +30,7 @@ LAYERS = [
         "charts",
         "untrusted",
         "egress",
+        "surfaces",
     ),
     ("config",),
     ("ingress",),

@@ -147,13 +147,15 @@ def test_secrets_never_show_in_reprs_logs_bundles_widgets_or_errors(demo_http_se
             frame = session.evaluate("echo", [{"text": "a"}, {"text": "b"}], approve=True)
             failed = session.call("fail", {"message": "boom"}, approve=True)
             assert envelope.ok and raw.ok and not failed.ok and frame["ok"].all()
+            texts.append(widget_state(pending.widget))  # (while it lives: once decided, its widgets are closed)
             pending.approve()
             wait_until(lambda p=pending: p.state == "done", what="the approved call")
+            assert pending.widget.comm is None  # closed: its record took its place
             texts += shown(session) + shown(session.catalog) + shown(session.log) + shown(pending)
             texts += shown(envelope) + shown(raw) + shown(failed) + shown(frame.attrs["summary"])
             texts += [frame.to_string(), session.log.to_frame().to_string(), json.dumps(session.bindings)]
             texts += [row.detail for row in session.log] + [session.stderr, session.cause]
-            texts += [widget_state(pending.widget), widget_state(status), widget_state(form)]
+            texts += [widget_state(status), widget_state(form)]
         texts += shown(session) + shown(session.log) + [widget_state(status), session.cause]
     texts.append(json.dumps(widgets.Widget.get_manager_state(), default=str))  # every live widget's model
 

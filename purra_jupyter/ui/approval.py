@@ -220,10 +220,14 @@ class ActivityView(widgets.VBox):
 
 
 def _tree(widget: widgets.Widget) -> Iterator[widgets.Widget]:
-    """``widget`` and every widget in it (children, then theirs)."""
+    """``widget`` and every widget it holds in its state (its children, and its layout and style, which are widgets
+    of their own), then theirs."""
     yield widget
-    for child in getattr(widget, "children", ()):
-        yield from _tree(child)
+    for name in widget.keys:
+        value = getattr(widget, name, None)
+        for held in value if isinstance(value, list | tuple) else (value,):
+            if isinstance(held, widgets.Widget):
+                yield from _tree(held)
 
 
 def _status_html(call: Call, running: str = "") -> Html:

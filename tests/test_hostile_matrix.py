@@ -1,0 +1,621 @@
+"""The standing hostile matrix: every surface server data reaches (``purra_jupyter.surfaces``) × every attack class.
+
+A hostile server (``tests/servers/untrusted_server.py``) puts one hostile text everywhere it can (tool names, titles,
+descriptions, schemas, instructions, server info, log lines, progress, task status, results, errors, stderr,
+resources, prompts), holding the session's secret as it is, JSON-escaped and URL-encoded, markup, links, ANSI escapes,
+a bidirectional override, a zero-width space and forged workflow commands. One session over stdio and one over
+Streamable HTTP go through every surface the way a person does (and a CI job, and a file); then each attack class is
+checked on what each surface showed. Attacks a surface cannot meet here (a view, the authorization flow) name the test
+that makes them; a surface without a row for an attack fails ``test_every_surface_has_a_row_for_every_attack``, and
+code that writes to a medium from a place no surface names fails ``test_every_place_that_writes_is_a_surface``.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import io
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import traceback
+import urllib.parse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, SERVERS, descendants, stop_tree, unsafe_markup, wait_until
+from IPython.utils.capture import capture_output
+
+import purra_jupyter as pj
+from purra_jupyter.egress import cell_text
+from purra_jupyter.surfaces import CELL_TEXT, CLI, DATA, FILE, HTML, SURFACES, WIRE
+
+UNTRUSTED = SERVERS / "untrusted_server.py"
+# A DataFrame the kit returns: the person's data, its values exactly the server's; pandas escapes its HTML.
+FRAME = "a DataFrame's HTML (pandas)"
+PACKAGE = ROOT / "purra_jupyter"
+TRANSPORTS = ["stdio", "http"]
+ATTACKS = ("secrets", "markup", "links", "controls", "size", "floods", "late", "crafted files", "approval fidelity")
+
+SECRET = 'tok-"9d4\\1c7e2a5f0'  # a quote and a backslash: JSON escapes them, so a scrub of JSON text misses them
+TOKEN_NAME = "API_TOKEN"  # an env name that says its value is a secret
+PLAIN_ENV = {"PORT": "8080", "DEBUG": "true", "MCP_LOG_LEVEL": "error"}  # not secrets: a server may say them
+FORGED = "\n::stop-commands::pwned\n::error title=forged::the kit did not write this\n"
+EVIL = "evil.example"
+HOSTILE = (
+    "<script>window.__pwned=1</script><img src=x onerror=window.__pwned=1> verify your account at "
+    f"https://{EVIL}/login or www.{EVIL} or data:text/html,hi \x1b[31mRED\x1b]8;;https://{EVIL}/\x07link\x1b]8;;\x07 "
+    "\u202eRLO\u202c zero\u200bwidth port 8080 debug true level error "
+    "raw={secret} json={secret_json} url={secret_url}" + FORGED
+)
+OBJECT = {"type": "object", "properties": {"x": {"type": "string"}}, "additionalProperties": False}
+NUMBERS = {"type": "object", "properties": {"n": {"type": "number"}, "k": {"type": "number"}},
+           "required": ["n", "k"], "additionalProperties": False}  # fmt: skip
+# fmt: off
+PLAN: dict[str, Any] = {
+    "secret_env": TOKEN_NAME,
+    "initialize": {"instructions": HOSTILE, "serverInfo": {"name": HOSTILE, "version": "1"}},
+    "tools": [
+        {"name": "speak", "title": HOSTILE, "description": HOSTILE,
+         "inputSchema": {**OBJECT, "properties": {"x": {"type": "string", "title": HOSTILE, "description": HOSTILE}}}},
+        {"name": "leak {secret}", "description": "a name holding the secret", "inputSchema": OBJECT},
+        {"name": "fails", "description": "fails with the secret in its error", "inputSchema": OBJECT},
+        {"name": "numbers", "description": "echoes its arguments as they arrived", "inputSchema": NUMBERS},
+    ],
+    "calls": {"speak": "say", "fails": "leak-rpc-error", "numbers": "raw-echo"},
+    "say": [
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": HOSTILE}},
+        {"jsonrpc": "2.0", "method": "notifications/progress",
+         "params": {"progressToken": "{token}", "progress": 1, "total": 2, "message": HOSTILE}},
+    ],
+    "result_text": HOSTILE,
+    "stderr": [HOSTILE.replace("\n", " ")],
+    "resources": [{"uri": "demo://r", "name": "r", "title": HOSTILE, "description": HOSTILE}],
+    "prompts": [{"name": "p", "description": HOSTILE, "arguments": [{"name": "a", "description": HOSTILE}]}],
+    "offered_text": HOSTILE,
+    "ping_error": {"code": -32603, "message": HOSTILE},
+}
+# fmt: on
+
+
+def forms(secret: str) -> dict[str, str]:
+    """The secret as a server may send it back: as it is, JSON-escaped, URL-encoded (the forms in reach)."""
+    return {"raw": secret, "json": json.dumps(secret)[1:-1], "url": urllib.parse.quote(secret, safe="")}
+
+
+@dataclass
+class Output:
+    medium: str
+    text: str
+    where: str
+
+
+@dataclass
+class Shown:
+    """What every surface showed of one hostile session."""
+
+    transport: str
+    outputs: dict[str, list[Output]] = field(default_factory=dict)
+    secrets: tuple[str, ...] = ()
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, surface: str, medium: str, text: str, where: str) -> None:
+        assert surface in SURFACES, surface
+        self.outputs.setdefault(surface, []).append(Output(medium, str(text), where))
+
+    def bundle(self, surface: str, bundle: dict[str, Any], where: str) -> None:
+        for mime, data in bundle.items():
+            if mime == "text/html":
+                self.add(surface, HTML, data, f"{where} text/html")
+            elif mime == "text/plain":
+                self.add(surface, CELL_TEXT, data, f"{where} text/plain")
+            elif mime.startswith("application/vnd.purra"):
+                self.add(surface, DATA, json.dumps(data, ensure_ascii=False), f"{where} {mime}")
+
+
+QUIET = {key: value for key, value in PLAN.items() if key != "ping_error"}  # (a ping answered)
+
+
+@contextmanager
+def hostile_config(transport: str, name: str, plan: dict[str, Any] = PLAN, **options: Any) -> Iterator[pj.ServerConfig]:
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "plan.json"  # (a file: a huge plan is too long for a command line)
+        path.write_text(json.dumps(plan))
+        with _hostile_config(transport, name, f"@{path}", **options) as config:
+            yield config
+
+
+@contextmanager
+def _hostile_config(transport: str, name: str, plan: str, **options: Any) -> Iterator[pj.ServerConfig]:
+    if transport == "stdio":
+        env = {TOKEN_NAME: SECRET, **PLAIN_ENV}
+        yield pj.ServerConfig(name, command=sys.executable, args=[str(UNTRUSTED), plan], env=env, **options)
+        return
+    process = subprocess.Popen([sys.executable, str(UNTRUSTED), plan, "--http"], stdout=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL)  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().decode()
+        assert line.startswith("listening on "), line
+        headers = {"Authorization": f"Bearer {SECRET}"}
+        yield pj.ServerConfig(name, url=line.split()[-1], headers=headers, **options)
+    finally:
+        stop_tree(process, timeout=10)
+        assert process.stdout is not None
+        process.stdout.close()
+
+
+def cli_check(config: pj.ServerConfig, form: str) -> subprocess.CompletedProcess[str]:
+    if config.url is not None:
+        server = ["--url", config.url, *(f"--header={k}={v}" for k, v in (config.headers or {}).items())]
+    else:
+        server = [*(f"--env={k}={v}" for k, v in (config.env or {}).items()), "--", config.command or "", *config.args]
+    command = [sys.executable, "-c", "from purra_jupyter.cli import run; run()", "check", "--format", form, *server]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def widget_texts(widget: Any) -> list[str]:
+    return [w.value for w in descendants(widget) if isinstance(getattr(w, "value", None), str)]
+
+
+def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
+    """One hostile session through every surface, as a person, a CI job and a file would meet it."""
+    shown = Shown(transport)
+    with hostile_config(transport, "hostile") as config:
+        shown.secrets = config.secrets
+        with pj.connect(config, approval="prompt", record=True) as s:
+            shown.bundle("catalog", s.catalog._repr_mimebundle_(), "catalog")
+            shown.add("catalog", CELL_TEXT, repr(s.catalog), "repr(catalog)")
+            shown.add("catalog", FRAME, s.catalog.to_frame()._repr_html_(), "catalog frame")
+            shown.bundle("session", s._repr_mimebundle_(), "session")
+            shown.add("session", CELL_TEXT, repr(s), "repr(session)")
+            shown.add("status line", HTML, s.status_widget().value, "status widget")
+            shown.add("status line", CELL_TEXT, s.status_widget().text, "status text")
+
+            pending = s.call("speak", {"x": "asked"}, raw=True)  # a person's turn: the approval widget
+            shown.bundle("approval", pending._repr_mimebundle_(), "pending approval")
+            for text in widget_texts(pending.widget):
+                shown.add("approval", HTML, text, "approval widget")
+            shown.add("call record", CELL_TEXT, repr(pending), "repr(pending)")
+            pending.approve()
+            wait_until(lambda: pending.state == "done", what="the clicked call")
+            pending.widget.activity.draw()  # (what the widget drew of the running call, had it been alive)
+            shown.add("activity", HTML, pending.widget.activity.words.value, "activity widget")
+            shown.bundle("call record", pending._repr_mimebundle_(), "record")
+            shown.bundle("raw result", pending.result._repr_mimebundle_(), "raw result")
+            shown.add("raw result", CELL_TEXT, repr(pending.result), "repr(raw result)")
+
+            with redirect_stdout(io.StringIO()) as printed:
+                s.call("speak", {"x": "in code"}, raw=True, approve=True)
+            shown.add("activity", CELL_TEXT, printed.getvalue(), "lines printed under a call approved in code")
+
+            shown.bundle("binding", s.bind("speak")._repr_mimebundle_(), "binding")
+            envelope = s.call("speak", {"x": "purra"}, approve=True)
+            shown.bundle("envelope", envelope._repr_mimebundle_(), "envelope")
+            shown.add("envelope", CELL_TEXT, repr(envelope), "repr(envelope)")
+
+            failed = s.call("fails", {"x": "y"}, raw=True, approve=True)
+            shown.add("errors", CELL_TEXT, repr(failed), "a failed call")
+            with pytest.raises(pj.McpSessionError) as raised:
+                s.ping()
+            error = raised.value
+            for text, where in ((str(error), "str(error)"), (error.message, "message"),
+                                (error._render_traceback_()[0], "IPython's line"),
+                                ("".join(traceback.format_exception(error)).replace(error.server_text, ""), "chain"),
+                                (cell_text(error.server_text), "server_text as shown")):  # fmt: skip
+                shown.add("errors", CELL_TEXT, text, where)
+
+            shown.bundle("offerings", s.resources._repr_mimebundle_(), "resources")
+            shown.bundle("offerings", s.read_resource("demo://r")._repr_mimebundle_(), "resource")
+            shown.bundle("offerings", s.prompts._repr_mimebundle_(), "prompts")
+            shown.bundle("offerings", s.get_prompt("p", {"a": "x"})._repr_mimebundle_(), "prompt")
+            for text in widget_texts(s.form("speak")):
+                shown.add("forms", HTML, text, "tool form")
+            for text in widget_texts(s.prompt_form("p")):
+                shown.add("forms", HTML, text, "prompt form")
+
+            checkpoint = tmp / f"{transport}.checkpoint.jsonl"
+            frame = s.evaluate("speak", [{"x": "1"}, {"x": "2"}], raw=True, approve=True, checkpoint=checkpoint)
+            summary = frame.attrs["summary"]
+            shown.bundle("batch", summary._repr_mimebundle_(), "summary")
+            shown.add("batch", FRAME, frame._repr_html_(), "frame")
+            shown.add("chart", CELL_TEXT, repr(summary.chart), "latency chart")
+            shown.bundle("chart", s.catalog.refusal_chart()._repr_mimebundle_(), "refusal chart")
+            shown.add("checkpoint", FILE, checkpoint.read_text(encoding="utf-8"), "checkpoint file")
+            failing = s.evaluate("fails", [{"x": "1"}], raw=True, approve=True)
+            junit = tmp / f"{transport}.junit.xml"
+            with pytest.raises(pj.McpSessionError):
+                pj.assert_checks(failing, junit=junit)
+            shown.add("junit file", FILE, junit.read_text(encoding="utf-8"), "assert_checks' JUnit")
+
+            transcript = tmp / f"{transport}.transcript.jsonl"
+            s.transcript.save(transcript)
+            shown.add("transcript", FILE, transcript.read_text(encoding="utf-8"), "transcript file")
+            if transport == "stdio":
+                shown.add("stderr", CELL_TEXT, cell_text(s.stderr), "s.stderr as shown")
+            shown.bundle("session log", s.log._repr_mimebundle_(), "session log")
+            shown.add("session log", CELL_TEXT, repr(s.log), "repr(log)")
+            shown.notes["log"] = [row.detail for row in s.log]
+
+        replayed = pj.replay(transcript, config, approve=True)
+        shown.bundle("replay", replayed.attrs["summary"]._repr_mimebundle_(), "replay summary")
+        shown.add("replay", FRAME, replayed._repr_html_(), "replay frame")
+
+    mock = pj.ServerConfig("mock", command=sys.executable, args=["-m", "purra_jupyter.mock", str(transcript)])
+    with pj.connect(mock) as served:
+        answered = served.call("speak", {"x": "asked"}, raw=True, approve=True)
+        shown.add("mock", WIRE, json.dumps(answered.to_dict(), ensure_ascii=False), "the mock's answer")
+
+    with hostile_config(transport, "magic") as config:  # the magics' path: instructions and errors in blocks
+        entry = {"url": config.url, "headers": dict(config.headers or {})} if config.url else {
+            "command": config.command, "args": list(config.args), "env": dict(config.env or {})}  # fmt: skip
+        servers = tmp / f"{transport}.mcp.json"
+        servers.write_text(json.dumps({"mcpServers": {"magic": entry}}))
+        with capture_output() as captured:
+            ip.run_line_magic("mcp_connect", f"magic --config {servers}")
+            ip.run_cell("%mcp_read magic demo://nowhere/at/all")  # an error the server's words explain, shown apart
+            ip.run_line_magic("mcp_disconnect", "magic")
+        for output in captured.outputs:
+            shown.bundle("instructions", output.data, "a magic's outputs")
+        shown.add("errors", CELL_TEXT, captured.stdout + captured.stderr, "a magic's printed error")
+        for form in ("text", "json", "junit", "github"):
+            result = cli_check(config, form)
+            shown.add(f"check {form}", CLI, result.stdout + result.stderr, f"purra-jupyter check --format {form}")
+            shown.notes[f"check {form}"] = result
+    return shown
+
+
+@pytest.fixture(scope="module")
+def exercised(tmp_path_factory: pytest.TempPathFactory, ip: Any) -> Callable[[str], Shown]:
+    """The shared hostile session of each transport, made once when a test first asks for it."""
+    made: dict[str, Shown] = {}
+
+    def shown(transport: str) -> Shown:
+        if transport not in made:
+            made[transport] = exercise(transport, tmp_path_factory.mktemp(transport), ip)
+        return made[transport]
+
+    return shown
+
+
+# --- the attack classes, checked on what every surface showed --------------------------------------------------
+
+# What JupyterLab's text renderer makes a link of (its ``webLinkRegex``), pointing at the server's address.
+WEB_LINK = re.compile(rf"[a-zA-Z][a-zA-Z0-9+.-]{{2,40}}://[^\s]*{re.escape(EVIL)}|www\.{re.escape(EVIL)}|data:text")
+INVISIBLE = ("\x1b", "\u202e", "\u202c", "\u200b", "\x07")
+KIT_COMMANDS = ("::error title=PurrA", "::warning title=PurrA", "::notice title=purra-jupyter",
+                "::error title=purra-jupyter")  # fmt: skip
+
+
+def outputs(shown: Shown, surface: str, *media: str) -> list[Output]:
+    found = [output for output in shown.outputs.get(surface, []) if not media or output.medium in media]
+    assert found, f"{surface} showed nothing over {shown.transport} ({media or 'any medium'})"
+    return found
+
+
+def secrets_absent(shown: Shown, surface: str) -> None:
+    """No secret in any form in reach (as it is, JSON-escaped, URL-encoded), in any medium."""
+    for output in outputs(shown, surface):
+        for secret in shown.secrets:
+            for name, form in forms(secret).items():
+                assert form not in output.text, (surface, output.where, name)
+
+
+def markup_inert(shown: Shown, surface: str) -> None:
+    """Every HTML it wrote is the kit's own inert markup; the server's is text in it."""
+    for output in outputs(shown, surface, HTML, FRAME):
+        assert unsafe_markup(output.text, pandas=output.medium == FRAME) == [], (
+            surface,
+            output.where,
+            output.text[:2000],
+        )
+
+
+def links_absent(shown: Shown, surface: str) -> None:
+    """No server-chosen address that a frontend would make a link: none in plain text (JupyterLab links
+    ``scheme://``, ``www.`` and ``data:`` there), no ``<a>`` to one in HTML."""
+    for output in outputs(shown, surface, CELL_TEXT, HTML, FRAME):
+        if output.medium == CELL_TEXT:
+            assert not WEB_LINK.search(output.text), (surface, output.where, WEB_LINK.search(output.text))
+        else:
+            parsed = re.findall(r"<a\b[^>]*>", output.text)
+            assert not [tag for tag in parsed if EVIL in tag], (surface, output.where, parsed)
+
+
+def controls_escaped(shown: Shown, surface: str) -> None:
+    """No control, bidirectional or invisible character a person reads (each shown as its escape); no line a CI runner
+    would take for a command the kit did not write; a file's lines split only where its writer split them."""
+    for output in outputs(shown, surface, CELL_TEXT, HTML, CLI, FILE):
+        if output.medium in (CELL_TEXT, HTML, CLI):
+            assert not [c for c in INVISIBLE if c in output.text], (surface, output.where)
+        lines = output.text.split("\n")
+        if output.medium == CLI:
+            commands = [line for line in lines if line.lstrip().startswith("::")]
+            assert all(line.startswith(KIT_COMMANDS) for line in commands), (surface, output.where, commands)
+        if output.medium == FILE:
+            assert output.text.splitlines() == output.text.rstrip("\n").split("\n"), (surface, output.where)
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """An attack this module's shared session cannot make on a surface: the test that makes it (``path::name``)."""
+
+    test: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    why: str
+
+
+Row = Callable[[Shown, str], None] | Elsewhere | NotApplicable
+HERE = "tests/test_hostile_matrix.py"
+NO_HTML = NotApplicable("no HTML: its medium is text or JSON, which nothing interprets as markup")
+NO_LINKS_CLI = NotApplicable("a command's output is read in a terminal or a CI log; links are that viewer's choice")
+NO_LINKS_FILE = NotApplicable("a file is data for the kit and for tools, not a page")
+SIZE = Elsewhere(f"{HERE}::test_huge_server_text_is_shown_cut_everywhere")
+FLOOD = Elsewhere(f"{HERE}::test_a_notification_flood_delays_its_call_by_no_more_than_its_timeout")
+LATE = Elsewhere(f"{HERE}::test_late_and_unknown_messages_never_fail_the_session")
+FIDELITY = Elsewhere(f"{HERE}::test_the_approval_shows_the_bytes_that_are_sent")
+CRAFTED = Elsewhere("tests/test_crafted_files.py", "transcripts and checkpoints crafted by hand, read back")
+NOT_FILES = NotApplicable("it reads no file: what it shows comes from a session")
+NOT_A_CALL = NotApplicable("it shows no call's arguments")
+COMMON: dict[str, Row] = {"secrets": secrets_absent, "markup": markup_inert, "links": links_absent,
+                          "controls": controls_escaped, "size": SIZE, "floods": FLOOD, "late": LATE,
+                          "crafted files": NOT_FILES, "approval fidelity": NOT_A_CALL}  # fmt: skip
+
+
+def row(**different: Row) -> dict[str, Row]:
+    return {**COMMON, **{attack.replace("_", " "): value for attack, value in different.items()}}
+
+
+VIEWS = "tests/test_views.py::test_a_hostile_view_reaches_nothing_and_leaves_the_page_unchanged"
+OAUTH = "tests/test_oauth.py::test_the_authorization_view_shows_a_hostile_address_as_text"
+ROWS: dict[str, dict[str, Row]] = {
+    "catalog": row(),
+    "envelope": row(approval_fidelity=FIDELITY),
+    "raw result": row(approval_fidelity=FIDELITY),
+    "session": row(),
+    "instructions": row(),
+    "session log": row(),
+    "stderr": row(
+        markup=NO_HTML, size=Elsewhere("tests/test_faults.py::test_a_stderr_flood_keeps_only_a_bounded_tail")
+    ),
+    "status line": row(),
+    "approval": row(approval_fidelity=FIDELITY),
+    "call record": row(approval_fidelity=FIDELITY),
+    "activity": row(),
+    "binding": row(),
+    "offerings": row(),
+    "forms": row(links=links_absent, approval_fidelity=FIDELITY),
+    "view": {attack: Elsewhere(VIEWS, "a hostile view of a test server, in JupyterLab") for attack in ATTACKS},
+    "batch": row(crafted_files=CRAFTED, approval_fidelity=FIDELITY),
+    "replay": row(crafted_files=CRAFTED),
+    "chart": row(markup=NO_HTML),
+    "authorization": {attack: Elsewhere(OAUTH, "an authorization server's hostile address") for attack in ATTACKS},
+    "errors": row(markup=NO_HTML),
+    "check text": row(markup=NO_HTML, links=NO_LINKS_CLI),
+    "check json": row(markup=NO_HTML, links=NO_LINKS_CLI),
+    "check junit": row(markup=NO_HTML, links=NO_LINKS_CLI),
+    "check github": row(markup=NO_HTML, links=NO_LINKS_CLI),
+    "junit file": row(markup=NO_HTML, links=NO_LINKS_FILE),
+    "transcript": row(markup=NO_HTML, links=NO_LINKS_FILE, crafted_files=CRAFTED),
+    "checkpoint": row(markup=NO_HTML, links=NO_LINKS_FILE, crafted_files=CRAFTED),
+    "mock": row(
+        markup=NO_HTML,
+        links=NotApplicable("JSON-RPC answers to a client, not text a person reads"),
+        controls=NotApplicable("JSON-RPC answers carry the recorded values exactly"),
+        crafted_files=CRAFTED,
+    ),
+}
+ONLY = {"stderr": ("stdio",)}  # surfaces one transport has: a Streamable HTTP server's stderr is its own
+CHECKED = [
+    (transport, surface, attack)
+    for transport in TRANSPORTS
+    for surface, attacks in ROWS.items()
+    for attack, check in attacks.items()
+    if callable(check) and transport in ONLY.get(surface, TRANSPORTS)
+]
+# (grouped by transport: each shared session runs once)
+
+
+def test_every_surface_has_a_row_for_every_attack() -> None:
+    assert set(ROWS) == set(SURFACES), set(ROWS) ^ set(SURFACES)
+    for surface, attacks in ROWS.items():
+        assert set(attacks) == set(ATTACKS), (surface, set(attacks) ^ set(ATTACKS))
+
+
+def test_every_row_elsewhere_names_a_test_that_exists() -> None:
+    for surface, attacks in ROWS.items():
+        for attack, check in attacks.items():
+            if not isinstance(check, Elsewhere):
+                continue
+            path, _, name = check.test.partition("::")
+            tree = ast.parse((ROOT / path).read_text())
+            names = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+            assert not name or name in names, (surface, attack, check.test)
+
+
+@pytest.mark.parametrize(("transport", "surface", "attack"), CHECKED, ids=[f"{t}-{s}-{a}" for t, s, a in CHECKED])
+def test_each_surface_holds_against_each_attack(
+    exercised: Callable[[str], Shown], transport: str, surface: str, attack: str
+) -> None:
+    check = ROWS[surface][attack]
+    assert callable(check)
+    check(exercised(transport), surface)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_what_is_not_a_secret_is_not_scrubbed(exercised: Callable[[str], Shown], transport: str) -> None:
+    """Env values whose names do not say they are secrets stay readable where the server says them (a scrub of every
+    env value made a server's words unreadable: "port ***")."""
+    said = "\n".join(exercised(transport).notes["log"])
+    assert "port 8080 debug true level error" in said, said[:2000]
+
+
+# --- what writes to a medium is a surface -------------------------------------------------------------------------
+
+WRITERS = {"bundle", "text_bundle", "plain_bundle", "cell_text", "cli_text", "json_line", "emit", "widget_bundle"}
+# Places that write only the kit's own words (or the person's config), no server data: why each is safe.
+KIT_WORDS = {
+    "config.OAuth": "the person's OAuth settings, secrets as ***",
+    "config.ServerConfig": "the person's server config, secrets as ***",
+    "magics.MagicHelp": "a magic's usage text",
+    "transcript.Transcript": "the server's config name and counts",
+    "egress": "the egress itself",
+    "ui.records.LiveOutput": "what it is given, made elsewhere",
+}
+
+
+def places_that_write() -> set[str]:
+    """Every class with a ``__repr__`` or ``_repr_mimebundle_``, and every module or function that calls a writer of a
+    medium (``WRITERS``): as ``module``, ``module.Class`` and ``module.function``."""
+    found: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        if "demo" in path.parts:
+            continue
+        module = ".".join(path.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__")
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                methods = {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+                if methods & {"__repr__", "_repr_mimebundle_"}:
+                    found.add(f"{module}.{node.name}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name in WRITERS:
+                    found.add(module)
+    return found
+
+
+def test_every_place_that_writes_is_a_surface() -> None:
+    named = {place for surface in SURFACES.values() for place in surface.places}
+    missing = {place for place in places_that_write() if place not in named and place not in KIT_WORDS
+               and place.split(".")[0] not in KIT_WORDS}  # fmt: skip
+    assert not missing, f"places that write to a medium and are no surface of purra_jupyter/surfaces.py: {missing}"
+
+
+# --- attacks that need a session of their own ----------------------------------------------------------------------
+
+HUGE = 3_500_000  # characters of instructions
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_huge_server_text_is_shown_cut_everywhere(transport: str, ip: Any, tmp_path: Path) -> None:
+    """3.5 MB of instructions stay whole on ``s.instructions``; everything that shows them shows a cut, and says so."""
+    plan = {**QUIET, "initialize": {"instructions": "i" * HUGE + " the end"}}
+    with hostile_config(transport, "huge", plan) as config:
+        with pj.connect(config) as s:
+            assert len(s.instructions or "") == HUGE + len(" the end")
+            bundle = s._repr_mimebundle_()
+            assert len(bundle["text/html"]) < 20_000 and "4,000 of 3,500,008 characters shown" in bundle["text/html"]
+        servers = tmp_path / "mcp.json"
+        entry = {"url": config.url, "headers": dict(config.headers or {})} if config.url else {
+            "command": config.command, "args": list(config.args), "env": dict(config.env or {})}  # fmt: skip
+        servers.write_text(json.dumps({"mcpServers": {"huge": entry}}))
+        with capture_output() as captured:
+            ip.run_line_magic("mcp_connect", f"huge --config {servers}")
+            ip.run_line_magic("mcp_disconnect", "huge")
+        shown = [output.data for output in captured.outputs]
+        assert sum(len(json.dumps(data)) for data in shown) < 100_000
+        assert any("s.instructions holds them all" in data.get("text/plain", "") for data in shown)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_notification_flood_delays_its_call_by_no_more_than_its_timeout(transport: str) -> None:
+    """150,000 notifications (log lines, progress of no one's token, a method nobody knows) before the answer: the
+    call gets its answer, the session log keeps a bounded count and says how many were not handed on."""
+    plan = {**QUIET, "tools": [{"name": "speak", "inputSchema": {"type": "object"}}], "calls": {"speak": "flood"}}
+    with hostile_config(transport, "flood", plan) as config, pj.connect(config) as s:  # its default timeout, 30 s
+        result = s.call("speak", {"count": 150_000}, raw=True, approve=True)
+        assert result.ok, result
+        assert result.content[0]["text"] == "flooded 150000"
+        assert s.state == "ready" and s.ping() >= 0
+        assert len(s.log) <= 10_000
+        dropped = sum(int(count) for row in s.log.events("dropped") for count in re.findall(r"(\d+) [a-z]", row.detail
+                      .split(" (past")[0]))  # fmt: skip
+        assert 100_000 <= dropped <= 150_000, [row.detail for row in s.log.events("dropped")]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_requests_of_the_server_are_each_answered_at_once(transport: str) -> None:
+    """Sampling, elicitation, roots, ping, an unknown method and bad params, asked by the server during a call: each
+    gets its answer (an error, or ``{}`` for ping) within 1 s, whatever the kit supports."""
+    plan = {**QUIET, "calls": {"speak": "ask"}}
+    with hostile_config(transport, "asking", plan) as config, pj.connect(config) as s:
+        result = s.call("speak", {"x": "a"}, raw=True, approve=True)
+        said = json.loads(result.content[0]["text"])
+        answers = said["answers"]
+        assert set(answers) == {"s-sampling", "s-elicit", "s-roots", "s-ping", "s-unknown", "s-bad-params"}, said
+        assert answers.pop("s-ping") == {"result": {}}
+        assert all("error" in answer for answer in answers.values()), answers
+        assert said["seconds"] < 1, said
+        assert s.state == "ready" and s.ping() >= 0
+
+
+def test_late_and_unknown_messages_never_fail_the_session() -> None:
+    """A task's ``tasks/cancel`` answered 6.5 s late (after the kit gave up on it) and an answer to an id never sent:
+    the late one is discarded and logged, the session stays ready."""
+    plan = {**QUIET, "tools": [{**PLAN["tools"][0], "execution": {"taskSupport": "optional"}}], "cancel_delay": 6.5}
+    with hostile_config("stdio", "late", plan) as config, pj.connect(config) as s:
+        result = s.call("speak", {"x": "a"}, raw=True, task=True, approve=True, timeout=1)
+        assert result.error_code == "mcp_timeout", result
+        wait_until(lambda: any("late answer" in row.detail for row in s.log.events("cancel")), timeout=20,
+                   what="the late answer to tasks/cancel, discarded")  # fmt: skip
+        assert s.state == "ready" and s.ping() >= 0
+        tasks = [row.detail for row in s.log.events("task")]
+        assert any("tasks/cancel not answered within 5 s" in detail for detail in tasks), tasks
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_approval_shows_the_bytes_that_are_sent(transport: str) -> None:
+    """On the PurrA path, PurrA's contract sends ``{"n": 0, "k": 5}`` for ``{"n": -0.0, "k": 5.0}``: the approval shows
+    what goes out, says so, and the server receives exactly that; the raw path sends what is shown as given."""
+    with hostile_config(transport, "fidelity", QUIET) as config, pj.connect(config) as s:
+        s.bind("numbers")
+        pending = s.call("numbers", {"n": -0.0, "k": 5.0})
+        label, shown = pending.job.shown_arguments
+        assert shown == {"n": 0, "k": 5} and json.dumps(shown) == '{"n": 0, "k": 5}', shown
+        assert label.startswith("arguments (sent exactly as shown: PurrA's form"), label
+        html = pending._repr_mimebundle_()["text/html"]
+        assert "&quot;n&quot;: 0" in html and "-0.0" not in html and "5.0" not in html
+        pending.approve()
+        wait_until(lambda: pending.state == "done", what="the approved call")
+        assert json.loads(pending.result.text[0]) == {"n": 0, "k": 5}
+        assert "-0.0" not in pending.result.text[0] and "5.0" not in pending.result.text[0]
+        raw = s.call("numbers", {"n": -0.0, "k": 5.0}, raw=True)
+        label, shown = raw.job.shown_arguments
+        assert label == "arguments (sent exactly as shown):" and json.dumps(shown) == '{"n": -0.0, "k": 5.0}'
+        raw.approve()
+        wait_until(lambda: raw.state == "done", what="the approved raw call")
+        assert json.loads(raw.result.content[0]["text"]) == {"n": -0.0, "k": 5.0}
+        assert "-0.0" in raw.result.content[0]["text"] and "5.0" in raw.result.content[0]["text"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_bidi_and_zero_width_in_arguments_are_shown_escaped_in_the_approval(transport: str) -> None:
+    with hostile_config(transport, "bidi", QUIET) as config, pj.connect(config) as s:
+        pending = s.call("speak", {"x": "abc\u202edef\u200bghi"}, raw=True)
+        html = pending._repr_mimebundle_()["text/html"]
+        assert "\u202e" not in html and "\u200b" not in html
+        assert "abc\\u202edef\\u200bghi" in html
+        pending.deny()
+
+
+def test_a_secret_the_server_transforms_is_out_of_reach() -> None:
+    """The limit the security model names, held as a limit: the secret base64-encoded by the server is not recognised
+    (while the same line's forms in reach are scrubbed). If this starts to fail, the kit learned more: say so there."""
+    plan = {**QUIET, "say": [{"jsonrpc": "2.0", "method": "notifications/message",
+                              "params": {"level": "info", "data": "b64 {secret_b64} raw {secret}"}}]}  # fmt: skip
+    with hostile_config("stdio", "transformed", plan) as config, pj.connect(config) as s:
+        s.call("speak", {"x": "a"}, raw=True, approve=True)
+        said = "\n".join(row.detail for row in s.log.events("server_log"))
+        assert f"b64 {base64.b64encode(SECRET.encode()).decode()} raw ***" in said, said
