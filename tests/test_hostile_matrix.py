@@ -238,7 +238,7 @@ def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
             s.transcript.save(transcript)
             shown.add("transcript", FILE, transcript.read_text(encoding="utf-8"), "transcript file")
             if transport == "stdio":
-                shown.add("stderr", CELL_TEXT, cell_text(s.stderr), "s.stderr as shown")
+                shown.add("stderr", CELL_TEXT, s.stderr, "s.stderr (print(s.stderr) shows it so)")
             shown.bundle("session log", s.log._repr_mimebundle_(), "session log")
             shown.add("session log", CELL_TEXT, repr(s.log), "repr(log)")
             shown.notes["log"] = [row.detail for row in s.log]
