@@ -129,10 +129,6 @@ class Ingress:
             finally:
                 tasks.cancel_scope.cancel()
 
-    def text(self, text: str) -> str:
-        """Server text that is not a message (a stderr line, an HTTP body), scrubbed whole."""
-        return self.scrub(text)
-
     def _excerpt(self, data: bytes | str) -> str:
         head = data[: self.scrub.margin(200)]
         text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head

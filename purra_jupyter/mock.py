@@ -27,7 +27,7 @@ from .errors import McpSessionError
 from .names import visible
 from .purra_adapter import canonical_json
 from .transcript import SavedTranscript, load
-from .untrusted import MAX_LINE_BYTES, JsonRefused, json_line, parse
+from .untrusted import Line, json_line, parsed_lines
 
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
@@ -107,34 +107,19 @@ def serve(answers: RecordedAnswers, reader: IO[bytes], writer: IO[str]) -> None:
     """Answer each request line of ``reader`` on ``writer`` until the input ends (or the client stops reading).
     Each line is read as untrusted JSON (``untrusted.parse``'s bounds); a request the mock cannot serve gets a
     JSON-RPC error, and the next line is read."""
-    while True:
-        line = reader.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
-        answer: dict[str, Any] | None
-        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-            while line and not line.endswith(b"\n"):  # the rest of that line, unread
-                line = reader.readline(MAX_LINE_BYTES + 1)
-            said = f"purra-jupyter mock: a line of over {MAX_LINE_BYTES} bytes"
-            answer = {"id": None, **_error(INVALID_PARAMS, said)}
-        elif not line.strip():
-            continue
-        else:
-            answer = _answered(answers, line)
-        if answer is None:
-            continue
-        if not _write(writer, {"jsonrpc": "2.0", **answer}):
+    for line in parsed_lines(reader):
+        answer = _answered(answers, line)
+        if answer is not None and not _write(writer, {"jsonrpc": "2.0", **answer}):
             return
 
 
-def _answered(answers: RecordedAnswers, line: bytes) -> dict[str, Any] | None:
+def _answered(answers: RecordedAnswers, line: Line) -> dict[str, Any] | None:
     """The ``id`` and ``result`` or ``error`` members of the answer to one line; ``None``: a line that asks for
     none (a notification, a response)."""
-    try:
-        message = parse(line)
-    except JsonRefused as refused:
-        code = PARSE_ERROR if refused.reason.startswith("not JSON") else INVALID_PARAMS
-        return {"id": None, **_error(code, f"purra-jupyter mock: {refused.reason}")}
+    if line.refused is not None:
+        code = PARSE_ERROR if line.refused.startswith("not JSON") else INVALID_PARAMS
+        return {"id": None, **_error(code, f"purra-jupyter mock: {line.refused}")}
+    message = line.value
     if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
         return None  # a notification, or a response to nothing the mock asked
     request_id = message["id"]

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 MAX_DEPTH = 200  # levels of arrays and objects: pydantic-core's (jiter's) recursion limit
 MAX_INT_DIGITS = 4_300  # digits of an integer: Python's int_max_str_digits, which pydantic-core keeps to
@@ -109,27 +109,33 @@ def read_lines(path: Path) -> Iterator[Line]:
     except OSError as error:
         raise FileRefused(error.strerror or error.__class__.__name__) from None
     with file:
-        number = 0
-        while True:
-            try:
-                raw = file.readline(MAX_LINE_BYTES + 1)
-            except OSError as error:
-                raise FileRefused(error.strerror or error.__class__.__name__) from None
-            if not raw:
-                return
-            number += 1
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                yield Line(number, refused=f"a line of over {MAX_LINE_BYTES} bytes")
-                while raw and not raw.endswith(b"\n"):  # the rest of that line
-                    raw = file.readline(MAX_LINE_BYTES + 1)
-                continue
-            complete = raw.endswith(b"\n")
-            if not raw.strip():
-                continue
-            try:
-                yield Line(number, parse(raw), complete=complete)
-            except JsonRefused as refused:
-                yield Line(number, refused=refused.reason, complete=complete)
+        try:
+            yield from parsed_lines(file)
+        except OSError as error:
+            raise FileRefused(error.strerror or error.__class__.__name__) from None
+
+
+def parsed_lines(stream: IO[bytes]) -> Iterator[Line]:
+    """Each non-empty line of ``stream`` (a file, a pipe), split at ``\\n`` only and parsed as it comes; a line over
+    ``MAX_LINE_BYTES`` is refused without being held whole."""
+    number = 0
+    while True:
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            yield Line(number, refused=f"a line of over {MAX_LINE_BYTES} bytes")
+            while raw and not raw.endswith(b"\n"):  # the rest of that line
+                raw = stream.readline(MAX_LINE_BYTES + 1)
+            continue
+        complete = raw.endswith(b"\n")
+        if not raw.strip():
+            continue
+        try:
+            yield Line(number, parse(raw), complete=complete)
+        except JsonRefused as refused:
+            yield Line(number, refused=refused.reason, complete=complete)
 
 
 __all__ = [
@@ -142,5 +148,6 @@ __all__ = [
     "Line",
     "json_line",
     "parse",
+    "parsed_lines",
     "read_lines",
 ]

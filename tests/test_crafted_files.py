@@ -7,7 +7,6 @@ Python exception. U+2028, U+2029 and U+0085 in a result round-trip through a che
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -58,20 +57,15 @@ def unreadable(tmp_path: Path, how: str) -> Path:
     if how == "a symlink loop":
         (tmp_path / "loop.jsonl").symlink_to(tmp_path / "loop.jsonl")
         return tmp_path / "loop.jsonl"
-    assert how == "no read permission"
-    path = tmp_path / "locked.jsonl"
-    path.write_text("{}\n")
-    path.chmod(0)
-    return path
+    raise AssertionError(how)
 
 
 UNREADABLE = [
     pytest.param("a directory", "Is a directory", id="directory"),
     pytest.param("under a file", "Not a directory", id="under-a-file"),
     pytest.param("a symlink loop", "Too many levels of symbolic links", id="symlink-loop"),
-    pytest.param("no read permission", "Permission denied", id="no-permission",
-                 marks=pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")),
 ]  # fmt: skip
+# (a file without read permission is the same OSError; these machines run as root, which reads it all the same)
 
 
 # --- checkpoints --------------------------------------------------------------------------------------------------
