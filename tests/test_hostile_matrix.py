@@ -22,6 +22,7 @@ import sys
 import tempfile
 import traceback
 import urllib.parse
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
@@ -619,3 +620,20 @@ def test_a_secret_the_server_transforms_is_out_of_reach() -> None:
         s.call("speak", {"x": "a"}, raw=True, approve=True)
         said = "\n".join(row.detail for row in s.log.events("server_log"))
         assert f"b64 {base64.b64encode(SECRET.encode()).decode()} raw ***" in said, said
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_each_check_format_parses_whatever_the_server_said(exercised: Callable[[str], Shown], transport: str) -> None:
+    """``purra-jupyter check`` against the hostile server: JSON that ``json.loads`` reads, JUnit XML that
+    ``xml.etree`` reads, GitHub lines that are each one workflow command of the kit's, text lines; each names the tool
+    whose name held the secret, as ``***`` (the secrets and lines starting with ``::`` are the matrix's rows)."""
+    notes = exercised(transport).notes
+    report = json.loads(notes["check json"].stdout)
+    assert report["exitCode"] == 1 and "leak ***" in [tool["name"] for tool in report["tools"]], report["tools"]
+    suite = ElementTree.fromstring(notes["check junit"].stdout)
+    assert "leak ***" in [case.get("name") for case in suite.iter("testcase")]
+    github = notes["check github"].stdout.splitlines()
+    assert github and all(line.startswith(KIT_COMMANDS) for line in github), github
+    assert any("leak ***" in line for line in github)
+    assert any(line.startswith("FAIL leak ***") for line in notes["check text"].stdout.splitlines())
+    assert all(notes[f"check {form}"].returncode == 1 for form in ("text", "json", "junit", "github"))
