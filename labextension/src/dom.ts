@@ -104,6 +104,21 @@ export function label(data: JSONObject, key: string, fallback: string = key): st
 
 // --- elements (textContent only) ----------------------------------------------------------
 
+// Control, format (bidirectional, zero-width), separator, private-use and unassigned characters but the line breaks,
+// tabs and spaces that lay text out: what `readable` writes as escapes (the kit's Python does the same in its HTML).
+const INVISIBLE = /[^\P{C}\n\t]|[\p{Zl}\p{Zp}]|[^\P{Zs} ]/gu;
+
+/**
+ * `content` as a person reads it: every invisible character as its escape (`\u202e`), so that no server text
+ * reorders or hides what is shown; line breaks and tabs stay.
+ */
+export function readable(content: string): string {
+  return content.replace(INVISIBLE, char => {
+    const code = char.codePointAt(0) ?? 0;
+    return code > 0xffff ? `\\U${code.toString(16).padStart(8, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
   className?: string,
@@ -114,7 +129,7 @@ export function el<K extends keyof HTMLElementTagNameMap>(
     node.className = className;
   }
   if (content !== undefined) {
-    node.textContent = content;
+    node.textContent = readable(content);
   }
   return node;
 }
@@ -129,7 +144,7 @@ export function isolated<T extends HTMLElement>(node: T): T {
 }
 
 export function text(content: string): Text {
-  return document.createTextNode(content);
+  return document.createTextNode(readable(content));
 }
 
 export function pre(content: string): HTMLPreElement {

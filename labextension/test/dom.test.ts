@@ -1,4 +1,4 @@
-import { asText, el, isolated, label, untranslated } from '../src/dom';
+import { asText, el, isolated, label, readable, text, untranslated } from '../src/dom';
 
 const XSS_IMG = '<img src=x onerror=window.__pwned=1>';
 
@@ -14,6 +14,15 @@ describe('el', () => {
   it('sets the class only when given', () => {
     expect(el('div').hasAttribute('class')).toBe(false);
     expect(el('div', 'a b').className).toBe('a b');
+  });
+});
+
+describe('readable', () => {
+  it('writes control, bidirectional and invisible characters as escapes and keeps line breaks and tabs', () => {
+    expect(readable('a\u202eb\u200bc\u001b[31m\td\ne\u00a0f g')).toBe('a\\u202eb\\u200bc\\u001b[31m\td\ne\\u00a0f g');
+    expect(readable('tag \u{e0041}')).toBe('tag \\U000e0041');
+    expect(el('span', undefined, 'x\u202ey').textContent).toBe('x\\u202ey');
+    expect(text('x\u200by').textContent).toBe('x\\u200by');
   });
 });
 
