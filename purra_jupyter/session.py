@@ -130,7 +130,7 @@ class McpSession(HasTraits):
         return transcript
 
     @property
-    def stderr(self) -> CellText:
+    def stderr(self) -> str:
         """The last lines the server wrote to its stderr (stdio servers; empty for HTTP), secrets scrubbed, as a cell
         shows them (``print(s.stderr)`` too): control characters escaped, addresses defanged (``https[:]//``)."""
         return cell_text(self.connection.link.stderr)

@@ -108,9 +108,10 @@ def test_the_readme_quickstart_runs_on_a_real_kernel(tmp_path: Path) -> None:
     assert unapproved.startswith("void (void: the session is closed; nothing was sent)")
     table = shown['hits = %mcp_call demo search_documents --yes {"query": "PurrA", "limit": 3}']["data"]["text/plain"]
     assert table.split()[:3] == ["id", "title", "score"] and "doc-4" in table
-    assert "demo://documents/{id}" in shown["%mcp_resources demo"]["data"]["text/plain"]
+    resources = shown["%mcp_resources demo"]["data"]  # (plain text writes an address defanged: no frontend links it)
+    assert "demo://documents/{id}" in resources["text/html"] and "demo[:]//documents/{id}" in resources["text/plain"]
     read = shown["%mcp_read demo demo://documents/doc-1"]["data"]["text/plain"]
-    assert read.startswith("Resource demo demo://documents/doc-1: 1 contents") and "Model Context Protocol" in read
+    assert read.startswith("Resource demo demo[:]//documents/doc-1: 1 contents") and "Model Context Protocol" in read
     prompt = shown['%mcp_prompt demo summarize {"id": "doc-1"}']["data"]["text/plain"]
     assert "user: Summarize in one line:" in prompt
     closed = [output["text"] for source, output in outputs if source.startswith("%mcp_disconnect")]

@@ -116,6 +116,7 @@ class ApprovalWidget(widgets.VBox):
     """What the person decides on: the server, the tool, what approving declares, the exact arguments."""
 
     def __init__(self, call: Call) -> None:
+        _hold_widget_channel()
         job = call.job
         self.approve_button = widgets.Button(description="Approve", button_style="success", icon="check")
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
@@ -161,7 +162,10 @@ class ApprovalWidget(widgets.VBox):
 
     def release(self) -> None:
         """Close this widget and every widget in it, and drop what ties them to the call and its batch (the call's
-        record, a plain output, took its place)."""
+        record, a plain output, took its place). One widget of the kit's stays open for the kernel's life
+        (``_CHANNEL_HOLDER``): JupyterLab 4.6 gives widgets' comms a kernel subshell, which it deletes when the last of
+        them closes, and a widget opened meanwhile loses its first messages ("Unknown subshell_id"), so the next
+        approval would never show."""
         self._call.unobserve(self._changed, names="state")
         for unlink in self._unlinks:
             unlink()
@@ -217,6 +221,15 @@ class ActivityView(widgets.VBox):
             self.bar.value = fraction
             self.bar.layout.display = None
         self.words.value = str(pre("\n".join(view.summary()))) if not view.empty else ""
+
+
+_CHANNEL_HOLDER: list[widgets.Widget] = []
+
+
+def _hold_widget_channel() -> None:
+    """Open the one widget that keeps widgets' comm channel open for the kernel's life (see ``release``)."""
+    if not _CHANNEL_HOLDER:
+        _CHANNEL_HOLDER.append(widgets.Widget())
 
 
 def _tree(widget: widgets.Widget) -> Iterator[widgets.Widget]:
