@@ -602,9 +602,11 @@ class Connection(HasTraits):
             self._fail("connection lost (the transport ended)")
 
     def close(self, cause: str = "closed by user") -> None:
-        """End the connection and its server. Idempotent. From the loop thread (a state observer) it only starts
-        the close; ``state`` turns ``closed`` once the transport is gone."""
+        """End the connection and its server. Idempotent: a close that another thread began is waited for too. From
+        the loop thread (a state observer) it only starts the close; ``state`` turns ``closed`` once the transport is
+        gone."""
         if not self.ending.begin_close(cause, closed=self.state == CLOSED):
+            self._host.wait_left()
             return
         if self._monitor is not None:
             self._monitor.close()

@@ -277,7 +277,13 @@ class HostedContext(Generic[T]):
             call_soon(self._leave)
         except RuntimeError:  # loop already stopped
             return
-        if on_loop_thread():
+        self.wait_left()
+
+    def wait_left(self) -> None:
+        """Wait until the owner task ended (a close begun elsewhere included); at once from the loop thread, which
+        cannot wait for itself."""
+        task = self._task
+        if task is None or task.done() or on_loop_thread():
             return
         # A transport that fails while closing, or a close cut short by an interrupt (which cancels the
         # task and so kills a stdio child), is closed all the same.

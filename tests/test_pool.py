@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import decided, demo_config, demo_in_memory
+from conftest import decided, demo_config, demo_in_memory, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter.wire import CONFIG_INVALID, DIGEST_MISMATCH, NOT_CONCURRENCY_SAFE
@@ -58,6 +58,7 @@ def test_one_approval_by_a_click_covers_every_session() -> None:
         assert "on each of 2 sessions" in dict(pending.job.detail_rows)["batch"]
         frame = decided(pending, "approve")
         assert frame["ok"].all() and frame.attrs["summary"].sessions == 2
+        wait_until(lambda: pj.sessions() == [], what="the batch's own sessions to close once it settled")
     finally:
         for session in pj.sessions():
             session.close()
