@@ -67,6 +67,8 @@ PLAN: dict[str, Any] = {
          "inputSchema": {**OBJECT, "properties": {"x": {"type": "string", "title": HOSTILE, "description": HOSTILE}}}},
         {"name": "leak {secret}", "description": "a name holding the secret", "inputSchema": OBJECT},
         {"name": "fails", "description": "fails with the secret in its error", "inputSchema": OBJECT},
+        {"name": "forged", "description": "a property name its verdict's reason quotes",
+         "inputSchema": {"type": "object", "properties": {f"a{FORGED}": {"type": "string", "default": "x"}}}},
         {"name": "numbers", "description": "echoes its arguments as they arrived", "inputSchema": NUMBERS},
     ],
     "calls": {"speak": "say", "fails": "leak-rpc-error", "numbers": "raw-echo"},
