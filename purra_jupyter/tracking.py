@@ -1,14 +1,13 @@
 """The kit's waits on one connection: each request's deadline, its cancellation, and the answers that come late.
 
-Every wait (``RequestTracker.run``) notes the JSON-RPC requests sent while it lasts. When the kit stops waiting
-(a timeout, an interrupt, a stopped batch, a cancelled call, a lost connection) the wait ends with the code that
-says why, the server is told ``notifications/cancelled`` for each request it still owes an answer, and the answer
-that may still come is discarded by the SDK's response router (this class), so a late answer never fails the
-session. That holds for every request the session sends, inside a wait or not (a ``tasks/cancel`` sent while a
-call ends): the tracker knows each one from the moment it goes out (``sent``) until the SDK stops waiting for it
-(``sending``), and an answer that comes after that is logged and dropped, never handed to the SDK, which would fail
-the session with it. Owned by the loop thread: only
-``CancelToken.cancel`` is called from others, and it hops to the loop.
+Every wait (``RequestTracker.run``) notes the JSON-RPC requests sent while it lasts. When the kit stops waiting (a
+timeout, an interrupt, a stopped batch, a cancelled call, a lost connection) the wait ends with the code that says
+why, the server is told ``notifications/cancelled`` for each request it still owes an answer, and the answer that
+may still come is discarded by the SDK's response router (this class), so a late answer never fails the session.
+That holds for every request the session sends, inside a wait or not (a ``tasks/cancel`` sent while a call ends):
+the tracker knows each one from the moment it goes out (``sent``) until the SDK stops waiting for it (``sending``),
+and an answer that comes after that is logged and dropped, never handed to the SDK, which would fail the session
+with it. Owned by the loop thread: only ``CancelToken.cancel`` is called from others, and it hops to the loop.
 """
 
 from __future__ import annotations
