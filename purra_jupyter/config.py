@@ -410,8 +410,7 @@ def _scrubbed(value: Any, pattern: re.Pattern[str]) -> Any:
     if isinstance(value, list):
         items = [item(inner) for inner in value]
         return items if changed else value
-    pairs = {(pattern.sub(REDACTED, key) if isinstance(key, str) else key): item(inner) for key, inner in value.items()}
-    changed = changed or any(isinstance(key, str) and pattern.search(key) for key in value)
+    pairs = {item(key): item(inner) for key, inner in value.items()}  # (``re.sub`` returns a string it left as it is)
     return pairs if changed else value
 
 

@@ -139,11 +139,11 @@ class Ingress:
         if not isinstance(value, dict) or "id" in value or not isinstance(value.get("method"), str):
             self._report(now=isinstance(value, dict) and "method" not in value)  # (an answer: say it before it)
             return False
-        method = value["method"]
-        if method in _known_notifications() and (method not in INFORMING or self._take()):
+        method, known = value["method"], _known_notifications()
+        if method in known and (method not in INFORMING or self._take()):
             self._report()
             return False
-        self._dropped["unknown notifications" if method not in _known_notifications() else method] += 1
+        self._dropped[method if method in known else "unknown notifications"] += 1
         self._report()
         return True
 

@@ -32,12 +32,12 @@ from . import runner
 from .bindings import allow_any_scope
 from .catalog import check_digest
 from .config import ServerConfig, ServerOptions
-from .egress import bundle, cell_text
+from .egress import bundle, cell_text, text_bundle
 from .errors import KEPT_APART, McpSessionError
 from .markup import join, pre, tag
 from .offerings import template_variables
 from .session import INSTRUCTIONS_LABEL, McpSession, connect, registry, shown_instructions, with_views_decided
-from .ui.records import TICK_SECONDS, LiveOutput, combined, in_kernel, plain_bundle, redraw_while
+from .ui.records import TICK_SECONDS, LiveOutput, combined, in_kernel, redraw_while
 from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS, LOG_LEVELS, READY, SESSION_EXISTS, STALE
 
 if TYPE_CHECKING:
@@ -110,10 +110,10 @@ def _connecting_line(config: ServerConfig) -> Iterator[None]:
     outcome = ""
 
     def draw() -> None:
-        output.update(plain_bundle(f"{what} — {outcome or 'waiting'} {time.monotonic() - started:.1f} s ({limit})"))
+        output.update(text_bundle(f"{what} — {outcome or 'waiting'} {time.monotonic() - started:.1f} s ({limit})"))
 
     output = LiveOutput()
-    output.show(plain_bundle(f"{what} — waiting 0.0 s ({limit})"))
+    output.show(text_bundle(f"{what} — waiting 0.0 s ({limit})"))
     ticker = runner.submit(redraw_while, lambda: not outcome, draw)
     connected = False
     try:
@@ -385,7 +385,7 @@ class McpMagics(Magics, Configurable):
             approval = args.approval or self.approval
             session = registry.find(config.name)
             if session is not None and not args.replace:
-                display(plain_bundle(_reuse(session, config, approval, args.expect_digest)), raw=True)
+                display(text_bundle(_reuse(session, config, approval, args.expect_digest)), raw=True)
             else:
                 if session is not None:
                     session.close("replaced with %mcp_connect --replace")
@@ -394,7 +394,7 @@ class McpMagics(Magics, Configurable):
         display(session.status_widget())
         if session.instructions:
             _show_server_words(INSTRUCTIONS_LABEL, shown_instructions(session.instructions))
-        display(plain_bundle(f"{session.catalog.summary} — %mcp_catalog {session.name} shows the tools"), raw=True)
+        display(text_bundle(f"{session.catalog.summary} — %mcp_catalog {session.name} shows the tools"), raw=True)
         return session
 
     @line_magic

@@ -465,7 +465,7 @@ def test_what_is_not_a_secret_is_not_scrubbed(exercised: Callable[[str], Shown],
 
 # --- what writes to a medium is a surface -------------------------------------------------------------------------
 
-WRITERS = {"bundle", "text_bundle", "plain_bundle", "cell_text", "cli_text", "json_line", "emit", "widget_bundle"}
+WRITERS = {"bundle", "text_bundle", "cell_text", "cli_text", "json_line", "emit", "widget_bundle"}
 # Places that write only the kit's own words (or the person's config), no server data: why each is safe.
 KIT_WORDS = {
     "config.OAuth": "the person's OAuth settings, secrets as ***",

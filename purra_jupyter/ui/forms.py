@@ -26,10 +26,11 @@ from IPython.display import display
 
 from ..calls import argument_checker
 from ..catalog import ToolVerdict
+from ..egress import text_bundle
 from ..markup import ERROR_COLOR, WARN_COLOR, join, tag
 from ..raw_schema import Check, Misfit, local_target
 from .approval import PendingCall
-from .records import LiveOutput, bundle_of, plain_bundle, widget_bundle
+from .records import LiveOutput, bundle_of, widget_bundle
 
 if TYPE_CHECKING:
     from purra_mcp import McpToolLimits
@@ -658,12 +659,12 @@ class ToolForm(SchemaForm):
     def bundle(self) -> dict[str, Any]:
         """The form's output: the live form, and a static line for readers without its kernel."""
         path = "a raw call (the tool's own schema)" if self.raw else f"a PurrA {self.tool.bound_effect or 'read'} call"
-        static = plain_bundle(f"argument form for {self.tool.name}: {path}; it needs a running kernel")
+        static = text_bundle(f"argument form for {self.tool.name}: {path}; it needs a running kernel")
         return widget_bundle(self, static, buttons=[self.review_button.description], again=AGAIN)
 
     def _ipython_display_(self) -> None:
         display(self.bundle(), raw=True)
-        self.reviewed.show(plain_bundle("no call reviewed yet"))
+        self.reviewed.show(text_bundle("no call reviewed yet"))
 
 
 def tool_form(tool: ToolVerdict, *, limits: McpToolLimits, review: Review) -> ToolForm:

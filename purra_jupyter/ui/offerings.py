@@ -18,13 +18,13 @@ from typing import Any
 import ipywidgets as widgets
 from IPython.display import display
 
-from ..egress import bundle, cell_text
+from ..egress import bundle, cell_text, text_bundle
 from ..errors import McpSessionError
 from ..markup import ERROR_COLOR, join, pre, tag
 from ..names import one_line
 from ..offerings import OFFERINGS_LABEL, PROMPTS, TEMPLATES, Offered, template_variables
 from ..wire import INVALID_ARGUMENTS
-from .records import LiveOutput, bundle_of, plain_bundle, widget_bundle
+from .records import LiveOutput, bundle_of, widget_bundle
 
 AGAIN = "run the cell again to fill in the form"
 LABEL_WIDTH = "12em"
@@ -170,12 +170,12 @@ class OfferingForm(widgets.VBox):
 
     def bundle(self) -> dict[str, Any]:
         """The form's output: the live form, and a static line for readers without its kernel."""
-        static = plain_bundle(f"form for {self.title}: it needs a running kernel")
+        static = text_bundle(f"form for {self.title}: it needs a running kernel")
         return widget_bundle(self, static, buttons=[self.button.description], again=AGAIN)
 
     def _ipython_display_(self) -> None:
         display(self.bundle(), raw=True)
-        self.shown.show(plain_bundle("nothing asked yet"))
+        self.shown.show(text_bundle("nothing asked yet"))
 
 
 def template_form(offered: Offered, template: Mapping[str, Any]) -> OfferingForm:

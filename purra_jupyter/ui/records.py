@@ -98,11 +98,6 @@ async def redraw_while(running: Callable[[], bool], draw: Callable[[], None]) ->
     draw()
 
 
-def plain_bundle(text: str) -> dict[str, Any]:
-    """A line or block of text: as a cell shows it, and as an escaped monospace block for HTML readers."""
-    return text_bundle(text)
-
-
 def widget_labels(again: str) -> dict[str, str]:
     """The lines the extension shows under a widget's static view, by why its live widget is not there;
     ``again`` says what brings it back (e.g. "run the cell again to decide")."""
@@ -225,7 +220,7 @@ def record_bundle(call: Call) -> dict[str, Any]:
             if mime in each:
                 each[mime] = {**each[mime], "decision": data}
     said = data["activity"]
-    activity = [plain_bundle("\n".join([ACTIVITY_LABEL + ":", *(f"  {line}" for line in said)]))] if said else []
+    activity = [text_bundle("\n".join([ACTIVITY_LABEL + ":", *(f"  {line}" for line in said)]))] if said else []
     return combined([_decision_head(call, data), *activity, *bundles])
 
 
