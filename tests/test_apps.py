@@ -22,7 +22,7 @@ import purra_jupyter as pj
 from purra_jupyter.app_meta import EXTENSION, VIEW_MIME
 from purra_jupyter.apps import NO_VIEWER, VIEW_LABEL, VIEW_MAX_BYTES, check_view_request
 from purra_jupyter.errors import McpSessionError
-from purra_jupyter.ui.apps import ViewedCall
+from purra_jupyter.ui.apps import PENDING_MAX, ViewedCall
 from purra_jupyter.wire import APP_MIME, APP_REFUSED, APP_UNAVAILABLE, CONFIG_INVALID, EVENT_APP
 
 ROOT = Path(__file__).parent.parent
@@ -297,3 +297,34 @@ def test_under_auto_a_views_read_is_answered_and_its_write_waits_for_a_person() 
         call.view.receive(end, {"type": "log", "params": {"level": "warning", "data": SCRIPT}})
         assert demo.log.events(EVENT_APP)[-1].detail == f"list_notes's view said (warning): {SCRIPT}"
         assert demo.call("list_notes", {}, approve=True).result.structured == {"notes": []}  # nothing was added
+
+
+def test_a_view_has_at_most_pending_max_calls_waiting_and_more_are_refused_at_once() -> None:
+    """150 writes asked by one view: PENDING_MAX wait for a person, every other one is answered ``mcp_app_refused`` at
+    once (nothing redrawn, nothing recorded); once one is decided, the view may ask again."""
+    with pj.connect(demo_in_memory().with_views(True), approval="auto") as demo:
+        call = demo.call("list_notes", {})
+        assert isinstance(call, ViewedCall)
+        end = FrontendEnd()
+        redraws: list[int] = []
+        output = call.view.output
+        shown = output.update
+        output.update = lambda bundle: (redraws.append(1), shown(bundle))[1]  # type: ignore[method-assign]
+        for request_id in range(1, 151):
+            params = {"name": "add_note", "arguments": {"text": f"note {request_id}"}}
+            call.view.receive(end, {"type": "request", "id": request_id, "method": "tools/call", "params": params})
+        assert len(call.view.pending) == PENDING_MAX
+        refused = [end.answer(request_id) for request_id in range(PENDING_MAX + 1, 151)]
+        assert {answer["error"]["message"] for answer in refused} == {
+            f"{APP_REFUSED}: {PENDING_MAX} calls of this view wait for approval already; it may ask again once they "
+            "are decided."
+        }
+        assert len(redraws) == PENDING_MAX and call.view.decisions == []
+        call.view.pending[0].deny()
+        assert end.answer(1)["error"]["message"].startswith("denied")
+        call.view.receive(end, {"type": "request", "id": 151, "method": "tools/call",
+                                "params": {"name": "add_note", "arguments": {"text": "again"}}})  # fmt: skip
+        assert len(call.view.pending) == PENDING_MAX
+        for pending in list(call.view.pending):
+            pending.deny()
+        assert demo.call("list_notes", {}, approve=True).result.structured == {"notes": []}

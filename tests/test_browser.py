@@ -328,7 +328,7 @@ def test_jupyterlab_shows_our_renderers_and_the_approval_widget_and_runs_no_serv
         expect(approval.locator(".purra-approval-state")).to_have_text("pending")
         expect(approval.locator(OURS)).to_have_count(0)
         browser.screenshot(f"{lab.label}-02a-approval-pending", approval)
-        approval.get_by_role("button", name="Approve").click()
+        click_settled(approval.get_by_role("button", name="Approve"))
         approved = browser.output("pending", ENVELOPE)  # the widget's output became the call's record
         expect(approved).to_contain_text("search_documents", timeout=STEP)
         expect(approved.locator(".jp-PurraRenderer-decision")).to_contain_text("approved (approved by a click) at ")
@@ -463,6 +463,17 @@ def quickstart_cell(starts: str) -> int:
 QUICKSTART_NOTE = "written from the quickstart"  # the note the quickstart adds before it shows the notes view
 
 
+GUARD = "data-purra-guard"  # labextension/src/guard.ts: GUARD_ATTRIBUTE
+
+
+def click_settled(button: Locator) -> None:
+    """A person's click on a button of the kit's outputs: once it is on screen and has been still there (the click
+    guard, labextension/src/guard.ts, ignores a click on a button that has just appeared or moved)."""
+    button.scroll_into_view_if_needed()
+    expect(button.locator(f"xpath=ancestor::*[@{GUARD}][1]")).to_have_attribute(GUARD, "ready")
+    button.click()
+
+
 def app_view(cell: Locator) -> FrameLocator:
     """The view's own frame, inside the sandbox proxy of ``cell``'s view output (a tool's own view, MCP Apps)."""
     proxy = cell.locator('.jp-PurraApp[data-mime-type="application/vnd.purra.app+json"] iframe.jp-PurraApp-frame')
@@ -544,7 +555,7 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
                                  ("destructive", "Approve")):  # fmt: skip
                 approval = nth(name).locator(".purra-approval")
                 expect(approval.locator(".purra-approval-state")).to_have_text("pending", timeout=STEP)
-                approval.get_by_role("button", name=button).click()
+                click_settled(approval.get_by_role("button", name=button))
             expect(nth("approve").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text(
                 "approved (approved by a click)", timeout=STEP
             )
@@ -565,11 +576,11 @@ def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path:
                 inputs.nth(1).fill(str(limit))
                 review = form.get_by_role("button", name="Review call")
                 expect(review).to_be_enabled(timeout=STEP)
-                review.click()
+                click_settled(review)
                 reviewed = form.locator(".purra-approval")
                 expect(reviewed).to_contain_text(f'"limit": {limit}', timeout=STEP)
                 expect(reviewed.locator(".purra-approval-state")).to_have_text("pending")
-                reviewed.get_by_role("button", name="Approve").click()
+                click_settled(reviewed.get_by_role("button", name="Approve"))
                 record = form.locator(ENVELOPE)
                 expect(record.locator(".jp-PurraRenderer-decision")).to_contain_text("approved", timeout=STEP)
                 expect(form.locator(".purra-approval")).to_have_count(0)
@@ -750,7 +761,7 @@ def test_notebook_7_draws_our_renderers_and_an_approval_click_settles(tmp_path: 
             approval = nth(approve).locator(".purra-approval")
             expect(approval.locator(".purra-approval-state")).to_have_text("pending", timeout=STEP)
             browser.screenshot("notebook7-01-pending", nth(approve))
-            approval.get_by_role("button", name="Approve").click()
+            click_settled(approval.get_by_role("button", name="Approve"))
             record = nth(approve).locator(ENVELOPE)
             expect(record.locator(".jp-PurraRenderer-decision")).to_contain_text("approved (approved by a click)",
                                                                                   timeout=STEP)  # fmt: skip
@@ -823,7 +834,7 @@ def test_a_record_shows_its_arguments_and_the_catalog_fits_and_searches(
         try:
             open_notebook(browser, lab, "fit.ipynb", ui=ui)
             run_all(browser)
-            cell("pending").locator(".purra-approval").get_by_role("button", name="Approve").click()
+            click_settled(cell("pending").locator(".purra-approval").get_by_role("button", name="Approve"))
             record = cell("pending").locator(ENVELOPE)
             expect(record.locator(".jp-PurraRenderer-decision")).to_contain_text("arguments digest", timeout=STEP)
             arguments = record.locator(".jp-PurraRenderer-arguments")
@@ -895,7 +906,7 @@ def test_a_widget_whose_kernel_is_gone_shows_its_static_view_and_dead_buttons(
             expect(nth("pending").locator(LIVE).locator(".purra-approval-state")).to_have_text("pending",
                                                                                              timeout=STEP)  # fmt: skip
             expect(nth("form").locator(f'[data-mime-type="{WIDGET_MIME}"] .purra-form')).to_be_visible()
-            nth("fresh").locator(LIVE).get_by_role("button", name="Approve").click()
+            click_settled(nth("fresh").locator(LIVE).get_by_role("button", name="Approve"))
             expect(nth("fresh").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text(
                 "approved (approved by a click)", timeout=STEP
             )
@@ -1212,7 +1223,7 @@ def test_the_servers_log_lines_and_progress_appear_under_a_running_call(tmp_path
             open_notebook(browser, lab, "server.ipynb")
             run_all(browser)
             running = cell("running")
-            running.locator(".purra-approval").get_by_role("button", name="Approve").click()
+            click_settled(running.locator(".purra-approval").get_by_role("button", name="Approve"))
             activity = running.locator(ACTIVITY)
             expect(activity).to_contain_text("progress 1 of 12 (8%)")
             expect(activity.locator("progress, .widget-progress, .progress-bar").first).to_be_visible()
@@ -1289,7 +1300,7 @@ def test_what_a_server_says_of_a_call_is_never_a_link(ui: str, tmp_path: Path, b
             open_notebook(browser, lab, "links.ipynb", ui=ui)
             run_all(browser)
             for name in ("clicked", "clicked_task"):
-                cell(name).locator(".purra-approval").get_by_role("button", name="Approve").click()
+                click_settled(cell(name).locator(".purra-approval").get_by_role("button", name="Approve"))
                 expect(cell(name).locator(RAW_RESULT)).to_contain_text("result: verify your account", timeout=STEP)
             printed = cell("code").locator('[data-mime-type="application/vnd.jupyter.stdout"]')
             expect(printed).to_contain_text("log: verify your account at https[:]//evil.example/login")

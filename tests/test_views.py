@@ -28,6 +28,7 @@ from test_browser import (
     Lab,
     app_view,
     chromium_page,
+    click_settled,
     expect,
     jupyter_lab,
     open_notebook,
@@ -171,7 +172,7 @@ def check_the_time_view(browser: Browser, ui: str) -> None:
     time_view.locator("#get-time-btn").click()
     approval = cell(browser, "time").locator(".jp-PurraApp-approvals .purra-approval")
     expect(approval).to_have_count(1, timeout=STEP)
-    approval.get_by_role("button", name="Approve").click()
+    click_settled(approval.get_by_role("button", name="Approve"))
     expect(approval).to_have_count(0, timeout=STEP)
     expect(cell(browser, "time").locator(".jp-PurraApp-decisions")).to_contain_text(
         "the view called get-time: approved (approved by a click)"
@@ -190,15 +191,15 @@ def check_the_notes_view(browser: Browser, ui: str) -> None:
     expect(approvals).to_have_count(1, timeout=STEP)
     expect(approvals).to_contain_text("add_note")
     print(f"screenshot: {browser.screenshot(f'views-{ui}-approval', cell(browser, 'notes'))}")
-    approvals.get_by_role("button", name="Deny").click()
+    click_settled(approvals.get_by_role("button", name="Deny"))
     expect(notes.locator("#status")).to_have_text(re.compile(r"^add_note: denied: denied by a click"), timeout=STEP)
     # Approved: the result reaches the view (then its own list_notes, behind an approval of its own).
     notes.locator("#text").fill("approved note")
     notes.get_by_role("button", name="Add note").click()
     expect(approvals).to_have_count(1, timeout=STEP)
-    approvals.get_by_role("button", name="Approve").click()
+    click_settled(approvals.get_by_role("button", name="Approve"))
     expect(approvals).to_contain_text("list_notes", timeout=STEP)
-    approvals.get_by_role("button", name="Approve").click()
+    click_settled(approvals.get_by_role("button", name="Approve"))
     expect(notes.locator("#notes")).to_have_text("note-1: approved note", timeout=STEP)
     expect(notes.locator("#status")).to_have_text("added: added note-1")
     decisions = cell(browser, "notes").locator(".jp-PurraApp-decisions li")
@@ -325,7 +326,7 @@ def test_a_hostile_view_reaches_nothing_and_leaves_the_page_unchanged(tmp_path: 
             expect(domains).to_contain_text("refused: connectDomains 'https://a.example; script-src *'")
             expect(domains).to_contain_text("permissions: clipboardWrite")
             print(f"screenshot: {chromium.screenshot('views-hostile-refused', output)}")
-            domains.get_by_role("button", name="Allow them").click()
+            click_settled(domains.get_by_role("button", name="Allow them"))
             expect(domains).to_contain_text("(allowed)", timeout=STEP)
             view = output.locator("iframe.jp-PurraApp-frame").content_frame.locator("iframe").content_frame
             expect(view.locator("#state")).to_have_text("done", timeout=STEP * 2)

@@ -17,23 +17,50 @@
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
-import type { Kernel } from '@jupyterlab/services';
+import { type Kernel, ServerConnection } from '@jupyterlab/services';
 import { Panel, Widget } from '@lumino/widgets';
 
+import {
+  Budget,
+  CSP_WORDS,
+  type IOffer,
+  MAX_HEIGHT,
+  NOT_SUPPORTED,
+  PENDING_MAX,
+  REFUSED,
+  Sizing,
+  Waiting,
+  busy,
+  inbound,
+  offer,
+  route
+} from './bridge';
 import { CLASS as DOM_CLASS, type JSONObject, asArray, asObject, asText, el, label } from './dom';
-import { NO_ORIGINS, PROXY_READY, RESOURCE_READY, allowAttribute, proxyDocument, viewCsp } from './sandbox';
+import { guardClicks } from './guard';
+import {
+  CSP_KEYS,
+  KEEPER_READY,
+  NO_ORIGINS,
+  PROXY_READY,
+  RESOURCE_READY,
+  WEBRTC_OPEN,
+  allowAttribute,
+  keeperDocument,
+  lockedHtml,
+  proxyDocument
+} from './sandbox';
 import { WIDGET_MIME, WidgetOutput, panelOf } from './widgets';
 
 export const APP_MIME = 'application/vnd.purra.app+json';
 /** The comm target of the kernel's side (purra_jupyter/ui/apps.py: COMM_TARGET). */
 const COMM_TARGET = 'purra.app';
-/** Requests the kernel answers (purra_jupyter/apps.py: FORWARDED); the other ui/ ones are this renderer's. */
-const FORWARDED = new Set(['tools/call', 'resources/read']);
-const NOT_SUPPORTED = -32601;
-const REFUSED = -32000;
-const MIN_HEIGHT = 60;
-const MAX_HEIGHT = 1600;
 const FIRST_HEIGHT = 200;
+/** What one view may add: log lines to the session log, addresses shown under it (the last LINKS_SHOWN of them). */
+const LOG_BURST = 50;
+const LOG_PER_SECOND = 10;
+const LINK_BURST = 5;
+const LINK_PER_SECOND = 1;
+const LINKS_SHOWN = 10;
 
 export const APP_CLASS = {
   root: 'jp-PurraApp',
@@ -42,6 +69,7 @@ export const APP_CLASS = {
   frame: 'jp-PurraApp-frame',
   bordered: 'jp-PurraApp-bordered',
   links: 'jp-PurraApp-links',
+  refused: 'jp-PurraApp-refused',
   approvals: 'jp-PurraApp-approvals',
   decisions: 'jp-PurraApp-decisions',
   status: 'jp-PurraApp-status'
@@ -52,6 +80,49 @@ type Message = { [key: string]: unknown };
 /** What the saved payload says, read defensively. */
 function text(data: JSONObject, key: string): string {
   return typeof data[key] === 'string' ? (data[key] as string) : '';
+}
+
+/** The origins that serve this page: its own, its server's base URL's and its websocket's. */
+function pageOrigins(): string[] {
+  const settings = ServerConnection.makeSettings();
+  const origins = [window.location.origin];
+  for (const url of [settings.baseUrl, settings.wsUrl]) {
+    try {
+      origins.push(new URL(url, window.location.href).origin);
+    } catch {
+      // not a URL: nothing more to refuse
+    }
+  }
+  return origins;
+}
+
+/**
+ * The page's peer keeper (sandbox.ts: keeperDocument), made once, before the first view: whether it holds every
+ * peer connection its process may have (false: this browser has no limit, and views are not shown).
+ */
+let keeper: Promise<boolean> | null = null;
+
+function peerKeeper(): Promise<boolean> {
+  if (keeper === null) {
+    keeper = new Promise(resolve => {
+      const frame = document.createElement('iframe');
+      frame.setAttribute('sandbox', 'allow-scripts');
+      frame.setAttribute('aria-hidden', 'true');
+      frame.tabIndex = -1;
+      frame.style.display = 'none';
+      const onMessage = (event: MessageEvent): void => {
+        const data = asObject(event.data);
+        if (event.source === frame.contentWindow && data?.type === KEEPER_READY) {
+          window.removeEventListener('message', onMessage);
+          resolve(data.closed === true);
+        }
+      };
+      window.addEventListener('message', onMessage);
+      frame.srcdoc = keeperDocument();
+      document.body.appendChild(frame);
+    });
+  }
+  return keeper;
 }
 
 /** The theme JupyterLab shows now. */
@@ -81,7 +152,7 @@ function styleVariables(): { [name: string]: string } {
   return variables;
 }
 
-/** One view output: the head, the domains it asks for, the sandboxed frame, then approvals and decisions. */
+/** One view output: the head, the origins it asks for, the sandboxed frame, its approvals, then what it did. */
 export class AppOutput extends Panel implements IRenderMime.IRenderer {
   constructor(options: IRenderMime.IRendererOptions, appRendermime: IRenderMimeRegistry) {
     super();
@@ -93,9 +164,14 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
     this._top = new Widget();
     this._approvals = new Panel();
     this._approvals.addClass(APP_CLASS.approvals);
+    this._links = new Widget();
+    this._links.addClass(APP_CLASS.links);
     this._bottom = new Widget();
+    // Nothing the view does moves its approvals: above them only the head, the origins (the person's choice) and
+    // the frame, whose size waits while a request of the view does; the addresses it asks to open come below.
     this.addWidget(this._top);
     this.addWidget(this._approvals);
+    this.addWidget(this._links);
     this.addWidget(this._bottom);
     window.addEventListener('message', this._onMessage);
   }
@@ -104,6 +180,7 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     const data = asObject(model.data[APP_MIME]) ?? {};
     this._data = data;
+    this._offer = offer(data.declared, pageOrigins());
     const key = [text(data, 'viewId'), text(data, 'sha256'), String(data.allowed === true), model.trusted].join(' ');
     if (key !== this._key) {
       this._key = key;
@@ -113,19 +190,29 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
     }
     this._drawApprovals(data, model.trusted);
     this._drawBottom(data);
+    this._thawIfIdle();
     if (this.isAttached) {
       this._connect();
     }
   }
 
   protected onAfterAttach(): void {
+    this._unguard?.();
+    this._unguard = guardClicks(this._top.node); // "Allow them" counts once it has been seen, still
     this._connect();
+  }
+
+  protected onBeforeDetach(): void {
+    this._unguard?.();
+    this._unguard = null;
   }
 
   dispose(): void {
     if (this.isDisposed) {
       return;
     }
+    this._unguard?.();
+    this._unguard = null;
     window.removeEventListener('message', this._onMessage);
     this._themeWatch?.disconnect();
     this._comm?.close();
@@ -140,6 +227,7 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
     node.textContent = '';
     this._initialized = false;
     this._frame = null;
+    this._links.node.textContent = '';
     const head = el('div', APP_CLASS.head);
     head.appendChild(el('span', DOM_CLASS.kind, label(data, 'view', 'view')));
     const shortDigest = text(data, 'sha256').slice(0, 12);
@@ -174,16 +262,16 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
     frame.setAttribute('title', `view of ${text(data, 'tool')}`);
     frame.setAttribute('referrerpolicy', 'no-referrer');
     const permissions = allowed ? asArray(data.permissions) : [];
-    const allow = allowAttribute(permissions); // the proxy delegates to the view only what it holds
-    if (allow) {
-      frame.setAttribute('allow', allow);
-    }
+    frame.setAttribute('allow', allowAttribute(permissions)); // the proxy delegates to the view only what it holds
     frame.style.height = `${FIRST_HEIGHT}px`;
-    frame.srcdoc = proxyDocument(allowed ? viewCsp(data.declared) : NO_ORIGINS, permissions);
+    frame.srcdoc = proxyDocument(this._csp(), permissions);
     this._frame = frame;
     node.appendChild(frame);
-    this._links = el('div', APP_CLASS.links);
-    node.appendChild(this._links);
+  }
+
+  /** The origins the view may reach: those the person allowed, never one that serves this page. */
+  private _csp(): IOffer['csp'] {
+    return this._data.allowed === true ? this._offer.csp : NO_ORIGINS;
   }
 
   private _drawDomains(data: JSONObject): void {
@@ -192,54 +280,70 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
       return;
     }
     node.textContent = '';
-    const declared = asObject(data.declared) ?? {};
     const lines: string[] = [];
-    for (const [key, values] of Object.entries(declared)) {
-      lines.push(`${key}: ${asArray(values).map(asText).join(', ')}`);
+    for (const key of CSP_KEYS) {
+      for (const origin of this._offer.csp[key]) {
+        lines.push(`${key}: ${origin} (${CSP_WORDS[key]})`);
+      }
     }
     const permissions = asArray(data.permissions).map(asText);
     if (permissions.length > 0) {
       lines.push(`permissions: ${permissions.join(', ')}`);
     }
-    for (const refused of asArray(data.refused)) {
-      lines.push(`refused: ${asText(refused)}`);
-    }
-    if (lines.length === 0) {
+    const refused = [
+      ...asArray(data.refused).map(asText),
+      ...this._offer.refused.map(item => `${item.key} ${item.origin}: ${item.why}`)
+    ];
+    if (lines.length === 0 && refused.length === 0) {
       return;
     }
     const allowed = data.allowed === true;
-    node.appendChild(
-      el('div', undefined, allowed ? 'The view may reach (allowed):' : 'The view asks to reach (not allowed):')
-    );
-    const list = el('ul');
-    for (const line of lines) {
-      list.appendChild(el('li', undefined, line));
+    if (lines.length > 0) {
+      node.appendChild(
+        el('div', undefined, allowed ? 'The view may reach (allowed):' : 'The view asks to reach (not allowed):')
+      );
+      const list = el('ul');
+      for (const line of lines) {
+        list.appendChild(el('li', undefined, line));
+      }
+      node.appendChild(list);
+      const button = el('button', 'jp-Button jp-mod-styled', allowed ? 'Refuse them' : 'Allow them');
+      button.disabled = !this._live;
+      button.title = this._live ? 'the view starts again with this choice' : 'deciding needs the running kernel';
+      button.addEventListener('click', () => this._comm?.send({ type: 'domains', allow: !allowed }));
+      node.appendChild(button);
     }
-    node.appendChild(list);
-    const button = el('button', 'jp-Button jp-mod-styled', allowed ? 'Refuse them' : 'Allow them');
-    button.disabled = !this._live;
-    button.title = this._live ? 'the view starts again with this choice' : 'deciding needs the running kernel';
-    button.addEventListener('click', () => this._comm?.send({ type: 'domains', allow: !allowed }));
-    node.appendChild(button);
+    if (refused.length > 0) {
+      const list = el('ul', APP_CLASS.refused);
+      for (const line of refused) {
+        list.appendChild(el('li', undefined, `refused: ${line}`));
+      }
+      node.appendChild(list);
+    }
   }
 
   private _drawApprovals(data: JSONObject, trusted: boolean): void {
     const pending = asArray(data.pending)
       .map(asObject)
-      .filter((item): item is JSONObject => item !== null);
-    const ids = pending.map(item => asText(asObject(item[WIDGET_MIME])?.model_id)).join(' ');
-    if (ids === this._approvalIds) {
-      return;
+      .filter((item): item is JSONObject => item !== null)
+      .slice(0, PENDING_MAX);
+    this._shownPending = pending.length;
+    const ids = pending.map(item => asText(asObject(item[WIDGET_MIME])?.model_id));
+    // Incremental: an approval already shown stays as it is (and where it is); only new ones are drawn.
+    for (const [id, output] of [...this._approvalOutputs]) {
+      if (!ids.includes(id)) {
+        output.dispose();
+        this._approvalOutputs.delete(id);
+      }
     }
-    this._approvalIds = ids;
-    for (const child of [...this._approvals.widgets]) {
-      child.dispose();
-    }
-    for (const bundle of pending) {
-      const output = new WidgetOutput(this._options, this._appRendermime);
-      this._approvals.addWidget(output);
-      void output.renderModel(new MimeModel({ data: bundle as never, trusted }));
-    }
+    pending.forEach((bundle, index) => {
+      if (!this._approvalOutputs.has(ids[index])) {
+        const output = new WidgetOutput(this._options, this._appRendermime);
+        this._approvalOutputs.set(ids[index], output);
+        this._approvals.addWidget(output);
+        void output.renderModel(new MimeModel({ data: bundle as never, trusted }));
+      }
+    });
   }
 
   private _drawBottom(data: JSONObject): void {
@@ -310,7 +414,7 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
     comm.onClose = () => {
       this._comm = null;
       this._setLive(false);
-      this._failPending(label(this._data, 'noLiveSession', 'no live session'));
+      this._failWaiting(label(this._data, 'noLiveSession', 'no live session'));
     };
     this._setLive(true);
     void comm.open({ viewId });
@@ -324,12 +428,10 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
     if (data.type !== 'response') {
       return;
     }
-    const local = typeof data.id === 'number' ? data.id : -1;
-    const viewId = this._waiting.get(local);
+    const viewId = this._waiting.settle(data.id);
     if (viewId === undefined) {
       return;
     }
-    this._waiting.delete(local);
     const answer: Message = { jsonrpc: '2.0', id: viewId };
     if (data.error !== undefined) {
       answer.error = data.error;
@@ -337,13 +439,14 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
       answer.result = data.result;
     }
     this._toView(answer);
+    this._thawIfIdle();
   }
 
-  private _failPending(words: string): void {
-    for (const viewId of this._waiting.values()) {
+  private _failWaiting(words: string): void {
+    for (const viewId of this._waiting.drain()) {
       this._toView({ jsonrpc: '2.0', id: viewId, error: { code: REFUSED, message: words } });
     }
-    this._waiting.clear();
+    this._thawIfIdle();
   }
 
   // --- the view --------------------------------------------------------------------------------
@@ -353,24 +456,29 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
   }
 
   private readonly _onMessage = (event: MessageEvent): void => {
-    const frame = this._frame;
-    if (frame === null || event.source !== frame.contentWindow) {
-      return; // only what the proxy of this output relays
+    const message = inbound(event.source, this._frame?.contentWindow, event.data, PROXY_READY);
+    if (message === null) {
+      return; // not from this output's own proxy (which relays only its own view)
     }
-    const message = asObject(event.data);
-    if (message === null || message.jsonrpc !== '2.0') {
-      return;
-    }
-    const method = typeof message.method === 'string' ? message.method : null;
-    const hasId = typeof message.id === 'number' || typeof message.id === 'string';
-    if (method === PROXY_READY) {
-      this._toView({ jsonrpc: '2.0', method: RESOURCE_READY, params: { html: text(this._data, 'html') } });
-    } else if (method !== null && hasId) {
-      this._request(message.id as number | string, method, asObject(message.params) ?? {});
-    } else if (method !== null) {
-      this._notification(method, asObject(message.params) ?? {});
+    if (message.kind === 'proxy-ready') {
+      void this._sendView();
+    } else if (message.kind === 'request') {
+      this._request(message.id, message.method, message.params);
+    } else {
+      this._notification(message.method, message.params);
     }
   };
+
+  /** The view's HTML to the proxy, with the lockdown first, once the page's peer keeper holds its connections. */
+  private async _sendView(): Promise<void> {
+    const frame = this._frame;
+    const closed = await peerKeeper();
+    if (frame !== this._frame) {
+      return; // drawn anew meanwhile
+    }
+    const html = closed ? lockedHtml(text(this._data, 'html')) : `<p>${WEBRTC_OPEN}</p>`;
+    this._toView({ jsonrpc: '2.0', method: RESOURCE_READY, params: { html } });
+  }
 
   private _answer(id: number | string, result: unknown): void {
     this._toView({ jsonrpc: '2.0', id, result });
@@ -381,26 +489,43 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
   }
 
   private _request(id: number | string, method: string, params: JSONObject): void {
-    if (method === 'ui/initialize') {
-      this._answer(id, this._initializeResult());
-    } else if (method === 'ping') {
-      this._answer(id, {});
-    } else if (method === 'ui/open-link') {
-      this._showLink(asText(params.url));
-      this._answer(id, {});
-    } else if (method === 'ui/request-display-mode') {
-      this._answer(id, { mode: 'inline' });
-    } else if (FORWARDED.has(method)) {
-      if (this._comm === null) {
-        this._refuse(id, REFUSED, label(this._data, 'noLiveSession', 'no live session'));
+    switch (route(method)) {
+      case 'initialize':
+        this._answer(id, this._initializeResult());
         return;
-      }
-      const local = (this._nextId += 1);
-      this._waiting.set(local, id);
-      this._comm.send({ type: 'request', id: local, method, params: params as never });
-    } else {
-      this._refuse(id, NOT_SUPPORTED, `${method} is not supported by purra-jupyter`);
+      case 'ping':
+        this._answer(id, {});
+        return;
+      case 'open-link':
+        if (this._showLink(asText(params.url))) {
+          this._answer(id, {});
+        } else {
+          this._refuse(id, REFUSED, 'mcp_app_refused: too many addresses to open; the last ones are shown.');
+        }
+        return;
+      case 'display-mode':
+        this._answer(id, { mode: 'inline' });
+        return;
+      case 'forward':
+        this._forward(id, method, params);
+        return;
+      default:
+        this._refuse(id, NOT_SUPPORTED, `${method} is not supported by purra-jupyter`);
     }
+  }
+
+  private _forward(id: number | string, method: string, params: JSONObject): void {
+    if (this._comm === null) {
+      this._refuse(id, REFUSED, label(this._data, 'noLiveSession', 'no live session'));
+      return;
+    }
+    const local = this._waiting.admit(id);
+    if (local === null) {
+      const refusal = busy();
+      this._refuse(id, refusal.code, refusal.message);
+      return;
+    }
+    this._comm.send({ type: 'request', id: local, method, params: params as never });
   }
 
   private _notification(method: string, params: JSONObject): void {
@@ -414,12 +539,26 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
       this._toView({ jsonrpc: '2.0', method: 'ui/notifications/tool-result', params: this._data.toolResult });
       this._watchTheme();
     } else if (method === 'ui/notifications/size-changed') {
-      const height = typeof params.height === 'number' ? params.height : NaN;
-      if (this._frame !== null && Number.isFinite(height)) {
-        this._frame.style.height = `${Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, Math.ceil(height)))}px`;
-      }
-    } else if (method === 'notifications/message') {
+      this._setHeight(this._sizing.ask(params.height, this._frozen()));
+    } else if (method === 'notifications/message' && this._logBudget.take(performance.now())) {
       this._comm?.send({ type: 'log', params: params as never });
+    }
+  }
+
+  /** Whether the frame's size waits: a request of the view waits, or an approval of it is on screen. */
+  private _frozen(): boolean {
+    return this._waiting.size > 0 || this._shownPending > 0;
+  }
+
+  private _thawIfIdle(): void {
+    if (!this._frozen()) {
+      this._setHeight(this._sizing.thaw());
+    }
+  }
+
+  private _setHeight(height: number | null): void {
+    if (height !== null && this._frame !== null) {
+      this._frame.style.height = `${height}px`;
     }
   }
 
@@ -435,7 +574,7 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
         serverResources: {},
         logging: {},
         sandbox: {
-          csp: allowed ? viewCsp(this._data.declared) : NO_ORIGINS,
+          csp: this._csp(),
           permissions: allowed
             ? Object.fromEntries(asArray(this._data.permissions).map(name => [asText(name), {}]))
             : {}
@@ -475,35 +614,46 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
     this._themeWatch.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-light'] });
   }
 
-  /** An address the view asked to open: shown as text, for the person to copy; nothing navigates. */
-  private _showLink(url: string): void {
-    if (this._links === null) {
-      return;
+  /** An address the view asked to open: shown as text, for the person to copy; nothing navigates. False: over
+   * the budget, not shown. */
+  private _showLink(url: string): boolean {
+    if (!this._linkBudget.take(performance.now())) {
+      return false;
     }
+    const node = this._links.node;
     const line = el('div', undefined, 'The view asks to open (copy it yourself if you trust it): ');
     line.appendChild(el('code', undefined, url.slice(0, 2000)));
-    this._links.appendChild(line);
+    node.appendChild(line);
+    while (node.childElementCount > LINKS_SHOWN) {
+      node.firstElementChild?.remove();
+    }
+    return true;
   }
 
   private readonly _options: IRenderMime.IRendererOptions;
   private readonly _appRendermime: IRenderMimeRegistry;
   private readonly _top: Widget;
   private readonly _approvals: Panel;
+  private readonly _links: Widget;
   private readonly _bottom: Widget;
   private _data: JSONObject = {};
+  private _offer: IOffer = offer({}, []);
   private _key = '';
-  private _approvalIds: string | null = null;
+  private readonly _approvalOutputs = new Map<string, WidgetOutput>();
+  private _shownPending = 0;
   private _frame: HTMLIFrameElement | null = null;
   private _domainsNode: HTMLElement | null = null;
-  private _links: HTMLElement | null = null;
   private _status: HTMLElement | null = null;
   private _initialized = false;
   private _themeWatch: MutationObserver | null = null;
   private _comm: Kernel.IComm | null = null;
   private _connecting = false;
   private _live = false;
-  private _nextId = 0;
-  private readonly _waiting = new Map<number, number | string>(); // our request id -> the view's
+  private readonly _waiting = new Waiting();
+  private readonly _sizing = new Sizing();
+  private readonly _logBudget = new Budget(LOG_BURST, LOG_PER_SECOND);
+  private readonly _linkBudget = new Budget(LINK_BURST, LINK_PER_SECOND);
+  private _unguard: (() => void) | null = null;
 }
 
 /** Before ipywidgets' view and ours (widgets.ts), so that the view is what draws this output. */

@@ -78,20 +78,33 @@ export function policy(csp: IViewCsp): string {
     `connect-src ${or(csp.connectDomains, "'none'")}`,
     `frame-src ${or(csp.frameDomains, "'none'")}`,
     `base-uri ${or(csp.baseUriDomains, "'none'")}`,
+    "worker-src 'none'",
+    "manifest-src 'none'",
     "object-src 'none'",
     "form-action 'none'"
   ].join('; ');
 }
 
-/** The inner frame's `allow` attribute for the allowed permissions (none unknown). */
+/**
+ * Features a cross-origin frame holds unless its `allow` attribute takes them away: a picture-in-picture window
+ * would float over the kit's approval, and the reporting features send requests no CSP directive governs.
+ */
+export const DENIED_FEATURES: ReadonlyArray<string> = [
+  'picture-in-picture',
+  'attribution-reporting',
+  'browsing-topics'
+];
+
+/** The frames' `allow` attribute: the allowed permissions (none unknown), and every feature of DENIED_FEATURES
+ * taken away. */
 export function allowAttribute(permissions: ReadonlyArray<unknown>): string {
-  return permissions
+  const granted = permissions
     .filter(
       (name): name is string =>
         typeof name === 'string' && Object.prototype.hasOwnProperty.call(PERMISSION_FEATURES, name)
     )
-    .map(name => PERMISSION_FEATURES[name])
-    .join('; ');
+    .map(name => PERMISSION_FEATURES[name]);
+  return [...granted, ...DENIED_FEATURES.map(name => `${name} 'none'`)].join('; ');
 }
 
 /** The reserved methods between the page and the proxy, never relayed to or from the view. */
@@ -123,7 +136,7 @@ export function proxyDocument(csp: IViewCsp, permissions: ReadonlyArray<unknown>
         if (view !== null || !data.params || typeof data.params.html !== "string") return;
         view = document.createElement("iframe");
         view.setAttribute("sandbox", "allow-scripts");
-        ${allow ? `view.setAttribute("allow", ${JSON.stringify(allow)});` : ''}
+        view.setAttribute("allow", ${JSON.stringify(allow)});
         view.setAttribute("title", "the tool's view");
         view.srcdoc = data.params.html;
         document.body.appendChild(view);
@@ -142,5 +155,82 @@ export function proxyDocument(csp: IViewCsp, permissions: ReadonlyArray<unknown>
     '<style>html,body{margin:0;height:100%;overflow:hidden;background:transparent}',
     'iframe{border:0;width:100%;height:100%;display:block}</style>',
     `</head><body><script>${script}</script></body></html>`
+  ].join('');
+}
+
+/**
+ * How many peer connections a Chromium renderer process holds at most (blink's kMaxPeerConnections); a script that
+ * holds them all leaves none to any frame of its process, which is how WebRTC, a network channel no CSP directive
+ * governs in Chromium, is closed to a view and to the frames it nests (they share its process). A count reached
+ * without refusal means the browser has no such limit: the view is then stopped.
+ */
+export const PEER_LIMIT = 500;
+const PEER_CAP = PEER_LIMIT * 4;
+export const WEBRTC_OPEN =
+  'purra-jupyter stopped this view: this browser would let it open WebRTC connections, which no policy governs. ' +
+  'Views run in Chromium-based browsers.';
+
+/**
+ * A script that takes every peer connection its process still has and keeps them as long as its document lives
+ * (referenced from a listener only, so that no other script can reach and close them); `then` runs with whether
+ * the browser refused more, which is what makes the process closed to WebRTC.
+ */
+function peerHold(then: string): string {
+  return `(() => {
+  "use strict";
+  const Peer = window.RTCPeerConnection || window.webkitRTCPeerConnection;
+  const held = [];
+  let closed = typeof Peer !== "function";
+  while (!closed && held.length < ${PEER_CAP}) {
+    try { held.push(new Peer()); } catch (refused) { closed = true; }
+  }
+  window.addEventListener("pagehide", () => held.length);
+  ${then}
+})();`;
+}
+
+/** The names a view's realm loses before its own script runs. */
+export const REMOVED_GLOBALS: ReadonlyArray<string> = ['RTCPeerConnection', 'webkitRTCPeerConnection'];
+
+/** The first thing in a view's document: no DNS prefetch, and the peer connections held, then taken away. */
+export function lockdown(): string {
+  const remove = `for (const name of ${JSON.stringify(REMOVED_GLOBALS)}) {
+    Object.defineProperty(window, name, { value: undefined, writable: false, configurable: false });
+  }
+  if (!closed) {
+    window.stop();
+    document.documentElement.textContent = ${JSON.stringify(WEBRTC_OPEN)};
+  }`;
+  return (
+    '<meta http-equiv="x-dns-prefetch-control" content="off">' +
+    `<script>${peerHold(remove).replace(/<\/(script)/gi, '<\\/$1')}</script>`
+  );
+}
+
+/** A doctype, and whatever may precede it, at the start of a document: the lockdown goes right after it, so that
+ * a standards-mode view stays in standards mode. */
+const LEADING_DOCTYPE = /^\uFEFF?(?:\s|<!--[\s\S]*?-->)*<!doctype[^>]*>/i;
+
+/** The view's HTML with the lockdown first (after its doctype, when it has one). */
+export function lockedHtml(html: string): string {
+  const doctype = LEADING_DOCTYPE.exec(html);
+  const at = doctype === null ? 0 : doctype[0].length;
+  return html.slice(0, at) + lockdown() + html.slice(at);
+}
+
+/** The message with which the keeper (below) says it is holding its process's peer connections. */
+export const KEEPER_READY = 'purra-jupyter:peer-keeper';
+
+/**
+ * The keeper: one hidden sandboxed frame a page keeps while it lives, in the process Chromium gives the page's
+ * sandboxed frames, holding that process's peer connections. Views hold none then, so that closing one view frees
+ * nothing another could take.
+ */
+export function keeperDocument(): string {
+  const tell = `window.parent.postMessage({ type: ${JSON.stringify(KEEPER_READY)}, closed, held: held.length }, "*");`;
+  return [
+    '<!DOCTYPE html><html><head><meta charset="utf-8">',
+    `<meta http-equiv="Content-Security-Policy" content="${attribute("default-src 'none'; script-src 'unsafe-inline'")}">`,
+    `</head><body><script>${peerHold(tell)}</script></body></html>`
   ].join('');
 }

@@ -21,6 +21,7 @@ import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import type { Kernel } from '@jupyterlab/services';
 import { Panel, Widget } from '@lumino/widgets';
 
+import { guardClicks } from './guard';
 import { CLASS, type Dead, deadControls, type IWidgetData, widgetData } from './widgetview';
 
 /** The MIME types (purra_jupyter/wire.py: WIDGET_MIME, WIDGET_VIEW_MIME). */
@@ -81,12 +82,21 @@ export class WidgetOutput extends Panel implements IRenderMime.IRenderer {
   }
 
   protected onAfterAttach(): void {
+    this._unguard?.();
+    this._unguard = guardClicks(this.node); // an approval's click counts once it has been seen, still
     if (this._model !== null && this._panel === null) {
       void this._follow();
     }
   }
 
+  protected onBeforeDetach(): void {
+    this._unguard?.();
+    this._unguard = null;
+  }
+
   dispose(): void {
+    this._unguard?.();
+    this._unguard = null;
     this._stopFollowing();
     super.dispose();
   }
@@ -223,6 +233,7 @@ export class WidgetOutput extends Panel implements IRenderMime.IRenderer {
   private _panel: NotebookPanel | null = null;
   private _round = 0; // one per model rendered and per death: a check answered for an older round is dropped
   private _ticket = 0; // one per view shown: a drawing finished after a newer one is dropped
+  private _unguard: (() => void) | null = null;
 }
 
 /** Adds the widget output renderer to the application's rendermime, before ipywidgets' own. */

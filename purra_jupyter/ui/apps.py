@@ -35,6 +35,9 @@ WAITING = "shown here once the call is done"
 READING = "reading its view"
 LOG_CHARS = 500  # of one log line a view sends
 JSONRPC_REFUSED = -32000  # the spec's implementation-defined error of a host that declines a request
+# How many of one view's calls may wait for a person at once (the labextension holds the same bound,
+# labextension/src/bridge.ts: PENDING_MAX): a person decides a few at a time; more are refused at once.
+PENDING_MAX = 3
 _live: dict[str, ViewOutput] = {}  # the views of this kernel, by the id their output carries
 _registered = False
 
@@ -164,6 +167,9 @@ class ViewOutput:
             if method == "resources/read":
                 self.host.view_read(params["uri"]).add_done_callback(lambda future: answer(_read_answer(future)))
                 return
+            if len(self.pending) >= PENDING_MAX:
+                raise McpSessionError(APP_REFUSED, f"{PENDING_MAX} calls of this view wait for approval already; "
+                                      "it may ask again once they are decided.")  # fmt: skip
             outcome = self.host.view_call(params["name"], params.get("arguments") or {})
         except McpSessionError as error:
             self.log(EVENT_APP, f"{self.plan.label}'s view asked {method}: {error.code}")
