@@ -469,6 +469,7 @@ GUARD = "data-purra-guard"  # labextension/src/guard.ts: GUARD_ATTRIBUTE
 def click_settled(button: Locator) -> None:
     """A person's click on a button of the kit's outputs: once it is on screen and has been still there (the click
     guard, labextension/src/guard.ts, ignores a click on a button that has just appeared or moved)."""
+    expect(button).to_be_enabled()
     button.scroll_into_view_if_needed()
     expect(button.locator(f"xpath=ancestor::*[@{GUARD}][1]")).to_have_attribute(GUARD, "ready")
     button.click()

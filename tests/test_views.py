@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import socket
 import socketserver
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 import nbformat
 import pytest
 from test_browser import (
+    GUARD,
     JUPYTER,
     STEP,
     THEME_APPLIED_JS,
@@ -421,3 +423,348 @@ def check_navigations(browser: Browser, listener: Listener, before: dict[str, ob
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-x", "-q"]))
+
+
+# --- views that try to trick the person ------------------------------------------------------------------------
+
+TRICKY = ROOT / "tests" / "servers" / "tricky_app_server.py"
+PENDING_MAX = 3  # labextension/src/bridge.ts, purra_jupyter/ui/apps.py
+FLOOD = 150
+DOUBLE_CLICK_MS = 150  # the gap between the two clicks of a quick double click
+
+
+class Listeners:
+    """A UDP and a TCP listener on loopback that record every datagram and every connection they get."""
+
+    def __init__(self) -> None:
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", 0))
+        self.tcp = socket.create_server(("127.0.0.1", 0))
+        self.got: list[str] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._datagrams, daemon=True).start()
+        threading.Thread(target=self._connections, daemon=True).start()
+
+    @property
+    def ports(self) -> tuple[int, int]:
+        return int(self.udp.getsockname()[1]), int(self.tcp.getsockname()[1])
+
+    def _datagrams(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                data, _ = self.udp.recvfrom(65536)
+                with self.lock:
+                    self.got.append(f"udp {data[:24]!r}")
+
+    def _connections(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = self.tcp.accept()
+                connection.settimeout(1)
+                with contextlib.suppress(OSError):
+                    first = connection.recv(64)
+                    with self.lock:
+                        self.got.append(f"tcp {first[:24]!r}")
+                connection.close()
+
+    def received(self) -> list[str]:
+        with self.lock:
+            return list(self.got)
+
+    def close(self) -> None:
+        self.udp.close()
+        self.tcp.close()
+
+
+TRICKY_CELLS = {
+    "connect": "",  # (written with the listeners' ports)
+    "after": 'tricky.call("trap", {"mode": "after"}, raw=True, approve=True)',
+    "before": 'tricky.call("trap", {"mode": "before"}, raw=True, approve=True)',
+    "sidedoors": 'tricky.call("sidedoors", {}, raw=True, approve=True)',
+    "flood": 'tricky.call("flood", {}, raw=True, approve=True)',
+    "origins": 'tricky.call("origins", {}, raw=True, approve=True)',
+    "notes": 'demo.call("list_notes", {}, approve=True)',
+    "forger": 'tricky.call("forger", {}, raw=True, approve=True)',
+}
+TRICKY_INDEX = {name: index for index, name in enumerate(TRICKY_CELLS)}
+
+WEBRTC_CONTROL_JS = """async ([udp, tcp]) => {
+    const pc = new RTCPeerConnection({iceServers: [{urls: `stun:127.0.0.1:${udp}`},
+        {urls: `turn:127.0.0.1:${tcp}?transport=tcp`, username: 'control', credential: 'x'}]});
+    pc.createDataChannel('control');
+    await pc.setLocalDescription(await pc.createOffer());
+    window.__control = pc;
+}"""
+
+
+def tricky_cell(browser: Browser, name: str) -> Locator:
+    return browser.page.locator(".jp-Notebook .jp-Cell").nth(TRICKY_INDEX[name])
+
+
+def tricky_view(browser: Browser, name: str) -> FrameLocator:
+    return app_view(tricky_cell(browser, name))
+
+
+def reported(view: FrameLocator) -> dict[str, str]:
+    """What each attempt of a view did, as the view wrote it."""
+    items = view.locator("#report li")
+    return {
+        str(items.nth(i).get_attribute("data-attempt")): items.nth(i).inner_text().split(": ", 1)[1]
+        for i in range(items.count())
+    }
+
+
+def box_center(locator: Locator) -> tuple[float, float]:
+    box = locator.bounding_box()
+    assert box is not None, locator
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+def element_at(browser: Browser, x: float, y: float) -> str:
+    """What the page has at a point: the button's text, or the element's tag and class."""
+    return str(
+        browser.page.evaluate(
+            """([x, y]) => { const node = document.elementFromPoint(x, y);
+                const button = node && node.closest('button');
+                if (button) return 'button ' + button.textContent.trim();
+                return node ? node.tagName + '.' + node.className : ''; }""",
+            [x, y],
+        )
+    )
+
+
+@pytest.mark.timeout(600)  # a hang guard: two JupyterLab runs of eight cells, each wait bounded by STEP
+@pytest.mark.parametrize("ui", ["lab", "notebook"])
+def test_views_cannot_trick_the_person(tmp_path: Path, chromium: Browser, ui: str) -> None:
+    """Hostile views of the tricky server, one per attack of the issue, in a real JupyterLab and Notebook 7: the
+    resize trap sends and records nothing; WebRTC, workers, nested frames and resource hints reach neither a UDP
+    nor a TCP listener (which the page's own WebRTC does reach); 150 requests leave PENDING_MAX approvals, the rest
+    refused at once, the kernel free within the issue's 2 s and the output small; the Jupyter server's origin is
+    refused with its reason; a forged message from another frame is ignored."""
+    listeners, control = Listeners(), Listeners()
+    record = tmp_path / "destroy.log"
+    try:
+        with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
+            udp, tcp = listeners.ports
+            cells = dict(TRICKY_CELLS)
+            cells["connect"] = (
+                "import sys\nimport purra_jupyter as pj\n"
+                f"args = [{str(TRICKY)!r}, '{udp}', '{tcp}', {str(record)!r}, {lab.base_url!r}]\n"
+                'tricky = pj.connect(pj.ServerConfig("tricky", command=sys.executable, args=args))\n'
+                'demo = pj.connect(pj.ServerConfig("demo", command=sys.executable, args=["-m", "purra_jupyter.demo"]))'
+            )
+            notebook = nbformat.v4.new_notebook()
+            notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+            notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells.values()]
+            nbformat.write(notebook, lab.root / "tricky.ipynb")
+            try:
+                open_notebook(chromium, lab, "tricky.ipynb", ui=ui)
+                run_all(chromium)
+                offset = check_the_trap_after(chromium)
+                check_the_trap_before(chromium, offset)
+                check_no_side_doors(chromium, listeners, control)
+                check_the_flood(chromium)
+                check_the_origins(chromium, lab)
+                check_the_forger(chromium)
+                assert not record.exists(), record.read_text()
+                assert chromium.dialogs == [] and len(chromium.page.context.pages) == 1
+            except BaseException:
+                chromium.report_failure(f"views-tricky-{ui}-failure", lab)
+                raise
+    finally:
+        listeners.close()
+        control.close()
+
+
+def approvals_of(browser: Browser, name: str) -> Locator:
+    return tricky_cell(browser, name).locator(".jp-PurraApp-approvals .purra-approval")
+
+
+def frame_of(browser: Browser, name: str) -> Locator:
+    return tricky_cell(browser, name).locator("iframe.jp-PurraApp-frame")
+
+
+def double_click_bait(browser: Browser, name: str) -> tuple[float, float]:
+    """The person's quick double click on the view's own button (the first click springs the trap)."""
+    view = tricky_view(browser, name)
+    expect(view.locator("#state")).to_have_text("armed", timeout=STEP)
+    bait = view.locator("#bait")
+    bait.scroll_into_view_if_needed()
+    x, y = box_center(bait)
+    browser.page.mouse.click(x, y)
+    return x, y
+
+
+def check_the_trap_after(browser: Browser) -> tuple[float, float]:
+    """The view asks to destroy, then shrinks so that the approval would move under the pointer: its frame keeps its
+    size while the approval waits, the second click lands on the view, nothing is decided; denied, the size it asked
+    comes. Returns where the Approve button's centre is from the frame's left and bottom (the next trap's
+    calibration, as an attacker would measure it)."""
+    frame = frame_of(browser, "after")
+    expect(frame).to_have_css("height", "700px", timeout=STEP)
+    x, y = double_click_bait(browser, "after")
+    browser.page.wait_for_timeout(DOUBLE_CLICK_MS)
+    browser.page.mouse.click(x, y)
+    approvals = approvals_of(browser, "after")
+    expect(approvals).to_have_count(1, timeout=STEP)
+    approve = approvals.get_by_role("button", name="Approve")
+    expect(approve).to_be_visible()
+    assert frame.evaluate("node => node.style.height") == "700px"  # the shrink waits
+    assert element_at(browser, x, y).startswith("IFRAME"), element_at(browser, x, y)
+    expect(approvals.locator(".purra-approval-state")).to_have_text("pending")
+    frame_box, approve_box = frame.bounding_box(), approve.bounding_box()
+    assert frame_box is not None and approve_box is not None
+    offset = (
+        approve_box["x"] + approve_box["width"] / 2 - frame_box["x"],
+        approve_box["y"] + approve_box["height"] / 2 - (frame_box["y"] + frame_box["height"]),
+    )
+    print(f"screenshot: {browser.screenshot('views-trap-after', tricky_cell(browser, 'after'))}")
+    click_settled(approvals.get_by_role("button", name="Deny"))
+    expect(tricky_view(browser, "after").locator('#report li[data-attempt="destroy"]')).to_contain_text("denied")
+    expect(frame).to_have_css("height", "60px", timeout=STEP)  # asked while frozen, applied once decided
+    return offset
+
+
+CLICKS_JS = """() => {
+    window.__clicks = [];
+    window.addEventListener("click", event => {  // (the page's clicks, not the view's; what the guard did of each)
+        const guard = event.target.closest('[data-purra-guard]');
+        const button = event.target.closest('button');
+        setTimeout(() => window.__clicks.push({ignored: guard && guard.getAttribute('data-purra-guard-ignored'),
+                                               button: button && button.textContent.trim()}));
+    }, true);
+}"""
+APPROVE_AT_JS = """([x, y]) => {
+    const node = document.elementFromPoint(x, y);
+    const button = node && node.closest('button');
+    return Boolean(button) && button.textContent.trim() === 'Approve';
+}"""
+
+
+def check_the_trap_before(browser: Browser, offset: tuple[float, float]) -> None:
+    """The view shrinks first (nothing waits yet), then asks: the approval appears with Approve right under the
+    pointer, and the second click, at once, lands on it; the guard lets it count for nothing."""
+    frame = frame_of(browser, "before")
+    expect(frame).to_have_css("height", "700px", timeout=STEP)
+    view_frame = frame.element_handle().content_frame()
+    assert view_frame is not None
+    [inner] = view_frame.child_frames
+    bait = tricky_view(browser, "before").locator("#bait")
+    expect(bait).to_be_visible(timeout=STEP)
+    inner.evaluate("left => { document.getElementById('bait').style.marginLeft = left + 'px'; }", offset[0] - 40)
+    bait.scroll_into_view_if_needed()
+    frame_box = frame.bounding_box()
+    assert frame_box is not None
+    x, y = box_center(bait)
+    inner.evaluate("height => { window.trapHeight = height; }", round(y - frame_box["y"] - offset[1]))
+    browser.page.evaluate(CLICKS_JS)
+    double_click_bait(browser, "before")
+    # The second click of the double click, as soon as the approval is there (looked for on every frame).
+    browser.page.wait_for_function(APPROVE_AT_JS, arg=[x, y], polling="raf", timeout=STEP)
+    browser.page.mouse.click(x, y)
+    browser.page.wait_for_function("() => window.__clicks.length === 1", timeout=STEP)
+    last = browser.page.evaluate("() => window.__clicks.at(-1)")
+    assert last == {"button": "Approve", "ignored": "1"}, last  # the trap worked: it landed on Approve, too soon
+    approvals = approvals_of(browser, "before")
+    guard = approvals.locator(f"xpath=ancestor::*[@{GUARD}][1]").first
+    expect(guard).to_have_attribute(GUARD, "ready", timeout=STEP)
+    expect(approvals.locator(".purra-approval-state")).to_have_text("pending")
+    expect(tricky_cell(browser, "before").locator(".jp-PurraApp-decisions")).to_have_count(0)
+    print(f"screenshot: {browser.screenshot('views-trap-before', tricky_cell(browser, 'before'))}")
+    click_settled(approvals.get_by_role("button", name="Deny"))
+    expect(tricky_cell(browser, "before").locator(".jp-PurraApp-decisions")).to_contain_text(
+        "the view called destroy: denied (denied by a click)", timeout=STEP
+    )
+
+
+def check_no_side_doors(browser: Browser, listeners: Listeners, control: Listeners) -> None:
+    """Every attempt blocked, in the view and in the frames it nests; the listeners got nothing, though the page's own
+    WebRTC reaches the control listeners at once (so the browser and the listeners would carry it)."""
+    view = tricky_view(browser, "sidedoors")
+    expect(view.locator("#state")).to_have_text("done", timeout=STEP)
+    view.locator("#pip").click()
+    expect(view.locator("#state")).to_have_text("pip tried", timeout=STEP)
+    said = reported(view)
+    print(json.dumps(said, indent=1))
+    blocked = ["webrtc", "webrtc-prefixed", "webrtc-restored", "webrtc-nested-srcdoc", "webrtc-nested-blank",
+               "worker-blob", "worker-data", "shared-worker", "worklet", "webtransport",
+               "picture-in-picture"]  # fmt: skip
+    for name in blocked:
+        assert said[name].startswith("blocked: "), (name, said[name])
+    assert "Cannot create so many PeerConnections" in said["webrtc-nested-srcdoc"], said
+    browser.page.evaluate(WEBRTC_CONTROL_JS, list(control.ports))
+    until(browser, lambda: len(control.received()) > 0, "the page's own WebRTC at the control listeners")
+    browser.page.evaluate("() => window.__control.close()")
+    assert listeners.received() == [], listeners.received()
+
+
+KERNEL_FREE_SECONDS = 2.0  # the issue's bound on the kernel's time for 150 requests of one view
+
+
+def check_the_flood(browser: Browser) -> None:
+    """150 calls at once: PENDING_MAX approvals, the rest refused at once, the kernel free within the issue's 2 s,
+    the output small; each approval then denied by a click."""
+    view = tricky_view(browser, "flood")
+    expect(view.locator("#state")).to_have_text("armed", timeout=STEP)
+    started = time.monotonic()
+    view.locator("#go").click()
+    expect(view.locator("#refused")).to_have_text(str(FLOOD - PENDING_MAX), timeout=STEP)
+    assert kernel_print(browser, "print('free')") == "free\n"
+    busy = time.monotonic() - started
+    assert busy < KERNEL_FREE_SECONDS, busy
+    expect(view.locator("#said")).to_contain_text(f"{PENDING_MAX} requests of this view are waiting already")
+    approvals = approvals_of(browser, "flood")
+    expect(approvals).to_have_count(PENDING_MAX, timeout=STEP)
+    size = browser.notebook_js(
+        "return JSON.stringify(panel.content.model.cells.get(arg).sharedModel.outputs).length;", TRICKY_INDEX["flood"]
+    )
+    print(f"150 requests: the kernel free after {busy:.2f} s, the output {size} characters")
+    assert int(size) < 150_000, size
+    for _ in range(PENDING_MAX):
+        click_settled(approvals.first.get_by_role("button", name="Deny"))
+        expect(approvals.locator(".purra-approval-state").filter(has_text="pending")).to_have_count(
+            PENDING_MAX - 1 - _, timeout=STEP
+        )
+    expect(tricky_cell(browser, "flood").locator(".jp-PurraApp-decisions li")).to_have_count(PENDING_MAX)
+
+
+def check_the_origins(browser: Browser, lab: Lab) -> None:
+    """The Jupyter server's origin (and its localhost alias) refused, with the reason; only the plain origin offered;
+    allowed, the view is told only it, and the Jupyter API stays out of its reach."""
+    port = lab.base_url.rsplit(":", 1)[1]
+    domains = tricky_cell(browser, "origins").locator(".jp-PurraApp-domains")
+    for origin in (lab.base_url, f"http://localhost:{port}"):
+        expect(domains.locator(".jp-PurraApp-refused")).to_contain_text(
+            f"refused: connectDomains {origin}: the Jupyter server that serves this notebook", timeout=STEP
+        )
+    offered = domains.locator("ul").first
+    expect(offered).to_have_text("connectDomains: https://api.example (fetch and WebSocket to it)")
+    click_settled(domains.get_by_role("button", name="Allow them"))
+    expect(domains).to_contain_text("(allowed)", timeout=STEP)
+    view = tricky_view(browser, "origins")
+    expect(view.locator("#state")).to_have_text("done", timeout=STEP)
+    said = reported(view)
+    assert (
+        said["told-connect-domains"] == 'no error ["https://api.example"]'
+        or said["told-connect-domains"] == '["https://api.example"]'
+    ), said
+    assert said["jupyter-api"].startswith("blocked: TypeError"), said
+    print(f"screenshot: {browser.screenshot('views-origins', tricky_cell(browser, 'origins'))}")
+
+
+def check_the_forger(browser: Browser) -> None:
+    """Forged requests to the page and to every proxy start nothing; the forged result the victim (the demo's notes
+    view, which checks its sender) receives changes nothing."""
+    notes = app_view(tricky_cell(browser, "notes"))
+    expect(notes.locator("#notes")).to_have_text("no notes yet", timeout=STEP)
+    pending_before = browser.page.locator(".purra-approval .purra-approval-state").filter(has_text="pending").count()
+    forger = tricky_view(browser, "forger")
+    expect(forger.locator("#state")).to_have_text("armed", timeout=STEP)
+    forger.locator("#forge").click()
+    expect(forger.locator("#state")).to_contain_text("forged into", timeout=STEP)
+    assert int(forger.locator("#state").inner_text().split()[2]) >= 5
+    kernel_print(browser, "print()")  # (any request the forgery started would have reached the kernel by now)
+    expect(notes.locator("#notes")).to_have_text("no notes yet")
+    pending = browser.page.locator(".purra-approval .purra-approval-state").filter(has_text="pending")
+    expect(pending).to_have_count(pending_before)
+    assert "FORGED" not in browser.page.locator(".jp-Notebook").inner_text()

@@ -13,6 +13,8 @@ export const QUIET_MS = 500;
 export const SAMPLE_MS = 100;
 /** The attribute that says the guard's state: `settling` (clicks ignored) or `ready`. */
 export const GUARD_ATTRIBUTE = 'data-purra-guard';
+/** The attribute that counts the clicks the guard ignored. */
+export const IGNORED_ATTRIBUTE = 'data-purra-guard-ignored';
 
 /** Since when the buttons have been where they are (pure: the places and the clock are given). */
 export class Stillness {
@@ -66,11 +68,14 @@ export function guardClicks(node: HTMLElement, clock: () => number = () => perfo
       node.setAttribute(GUARD_ATTRIBUTE, state);
     }
   };
+  let ignored = 0;
   const onClick = (event: MouseEvent): void => {
     const places = buttonPlaces(node);
     if (!stillness.ready(places, clock()) && (event.target as Element | null)?.closest('button') !== null) {
       event.stopImmediatePropagation();
       event.preventDefault();
+      ignored += 1;
+      node.setAttribute(IGNORED_ATTRIBUTE, String(ignored));
       look();
     }
   };
@@ -82,12 +87,18 @@ export function guardClicks(node: HTMLElement, clock: () => number = () => perfo
   };
   node.addEventListener('click', onClick, true);
   document.addEventListener('visibilitychange', onVisibility);
+  // A button drawn, enabled or restyled is looked at at once; a move of the whole output at the next sample (and a
+  // click before that sample compares the places itself).
+  const changes = new MutationObserver(look);
+  changes.observe(node, { childList: true, subtree: true, attributes: true, attributeFilter: ['disabled', 'class'] });
   look();
   const timer = window.setInterval(look, SAMPLE_MS);
   return () => {
+    changes.disconnect();
     window.clearInterval(timer);
     node.removeEventListener('click', onClick, true);
     document.removeEventListener('visibilitychange', onVisibility);
     node.removeAttribute(GUARD_ATTRIBUTE);
+    node.removeAttribute(IGNORED_ATTRIBUTE);
   };
 }

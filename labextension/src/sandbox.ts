@@ -87,13 +87,9 @@ export function policy(csp: IViewCsp): string {
 
 /**
  * Features a cross-origin frame holds unless its `allow` attribute takes them away: a picture-in-picture window
- * would float over the kit's approval, and the reporting features send requests no CSP directive governs.
+ * would float over the kit's approval, and the Topics API is read by requests no CSP directive governs.
  */
-export const DENIED_FEATURES: ReadonlyArray<string> = [
-  'picture-in-picture',
-  'attribution-reporting',
-  'browsing-topics'
-];
+export const DENIED_FEATURES: ReadonlyArray<string> = ['picture-in-picture', 'browsing-topics'];
 
 /** The frames' `allow` attribute: the allowed permissions (none unknown), and every feature of DENIED_FEATURES
  * taken away. */

@@ -1,4 +1,4 @@
-import { GUARD_ATTRIBUTE, QUIET_MS, Stillness, buttonPlaces, guardClicks } from '../src/guard';
+import { GUARD_ATTRIBUTE, IGNORED_ATTRIBUTE, QUIET_MS, Stillness, buttonPlaces, guardClicks } from '../src/guard';
 
 describe('Stillness', () => {
   it('counts a click only after the buttons were where they are for the whole quiet time', () => {
@@ -53,6 +53,7 @@ describe('guardClicks', () => {
     at(100);
     button.querySelector('span')?.dispatchEvent(new MouseEvent('click', { bubbles: true }));
     expect(clicks).toEqual([]);
+    expect(node.getAttribute(IGNORED_ATTRIBUTE)).toBe('1');
     at(QUIET_MS);
     jest.advanceTimersByTime(100);
     expect(node.getAttribute(GUARD_ATTRIBUTE)).toBe('ready');
@@ -63,12 +64,25 @@ describe('guardClicks', () => {
     button.click();
     expect(clicks).toEqual([QUIET_MS]);
     expect(node.getAttribute(GUARD_ATTRIBUTE)).toBe('settling');
+    expect(node.getAttribute(IGNORED_ATTRIBUTE)).toBe('2');
     at(2 * QUIET_MS + 50);
     jest.advanceTimersByTime(100);
     button.click();
     expect(clicks).toEqual([QUIET_MS, 2 * QUIET_MS + 50]);
     stop();
     expect(node.hasAttribute(GUARD_ATTRIBUTE)).toBe(false);
+    expect(node.hasAttribute(IGNORED_ATTRIBUTE)).toBe(false);
+  });
+
+  it('looks again at once when a button is drawn', async () => {
+    const { node, stop, at } = setup();
+    at(QUIET_MS);
+    const later = document.createElement('button');
+    later.getBoundingClientRect = () => ({ left: 90, top: 10, width: 80, height: 20 }) as DOMRect;
+    node.appendChild(later);
+    await Promise.resolve(); // (the mutation observer's turn)
+    expect(node.getAttribute(GUARD_ATTRIBUTE)).toBe('settling');
+    stop();
   });
 
   it('leaves clicks that are not on a button alone, and says ready when there is no enabled button', () => {
