@@ -464,15 +464,25 @@ QUICKSTART_NOTE = "written from the quickstart"  # the note the quickstart adds 
 
 
 GUARD = "data-purra-guard"  # labextension/src/guard.ts: GUARD_ATTRIBUTE
+IGNORED = "data-purra-guard-ignored"  # labextension/src/guard.ts: IGNORED_ATTRIBUTE
 
 
-def click_settled(button: Locator) -> None:
+def click_settled(button: Locator, tries: int = 5) -> None:
     """A person's click on a button of the kit's outputs: once it is on screen and has been still there (the click
-    guard, labextension/src/guard.ts, ignores a click on a button that has just appeared or moved)."""
-    expect(button).to_be_enabled()
-    button.scroll_into_view_if_needed()
-    expect(button.locator(f"xpath=ancestor::*[@{GUARD}][1]")).to_have_attribute(GUARD, "ready")
-    button.click()
+    guard, labextension/src/guard.ts, ignores a click on a button that has just appeared or moved), and again, as a
+    person would, when something moved it in the meantime (an output above that changed) and the guard ignored it."""
+    guard = button.locator(f"xpath=ancestor::*[@{GUARD}][1]")
+    for _ in range(tries):
+        expect(button).to_be_enabled()
+        button.scroll_into_view_if_needed()
+        expect(guard).to_have_attribute(GUARD, "ready")
+        node = guard.element_handle()
+        ignored = node.get_attribute(IGNORED)
+        button.click()
+        counted = "(node, [name, before]) => !node.isConnected || node.getAttribute(name) === before"
+        if node.evaluate(counted, [IGNORED, ignored]):
+            return
+    raise AssertionError(f"the guard ignored {tries} clicks on {button}")
 
 
 def app_view(cell: Locator) -> FrameLocator:
