@@ -328,3 +328,22 @@ def test_a_view_has_at_most_pending_max_calls_waiting_and_more_are_refused_at_on
         for pending in list(call.view.pending):
             pending.deny()
         assert demo.call("list_notes", {}, approve=True).result.structured == {"notes": []}
+
+
+class NoResourcesServer(AppServer):
+    """A tool that declares a view, from a server that offers no resources at all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        del self.request_handlers[types.ListResourcesRequest], self.request_handlers[types.ReadResourceRequest]
+
+
+def test_a_view_whose_server_offers_no_resources_is_said_not_shown() -> None:
+    """The read is refused before any request (``mcp_capability_missing``): said where the view would be and in the
+    log, not left "reading its view"."""
+    config = pj.ServerConfig("bare", server=NoResourcesServer(), views=True)
+    with pj.connect(config, approval="auto") as session:
+        call = session.call("show_good", {}, raw=True, approve=True)
+        assert isinstance(call, ViewedCall) and call.state == "done" and call.view.view is None
+        assert call.view.note.startswith("not shown: mcp_capability_missing: "), call.view.note
+        assert session.log.events(EVENT_APP)[-1].detail.endswith(call.view.note)

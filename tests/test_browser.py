@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,10 +188,20 @@ def jupyter_lab(jupyter: Path, home: Path, *, timeout: float = STARTUP) -> Itera
         stop_tree(process, timeout=timeout)
 
 
-def write_notebook(path: Path) -> None:
+def code_notebook(sources: Iterable[str]) -> nbformat.NotebookNode:
+    """A notebook of one code cell per source, for the python3 kernel."""
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS.values()]
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    return notebook
+
+
+def write_code_notebook(path: Path, sources: Iterable[str]) -> None:
+    nbformat.write(code_notebook(sources), path)
+
+
+def write_notebook(path: Path) -> None:
+    notebook = code_notebook(CELLS.values())
     notebook.cells[INDEX["url_stderr"]].metadata["tags"] = ["raises-exception"]  # a failed connect, on purpose
     nbformat.write(notebook, path)
 
@@ -838,10 +848,7 @@ def test_a_record_shows_its_arguments_and_the_catalog_fits_and_searches(
     page = browser.page
     cell = lambda name: page.locator(".jp-Notebook .jp-Cell").nth(list(FIT_CELLS).index(name))  # noqa: E731
     with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
-        notebook = nbformat.v4.new_notebook()
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        notebook.cells = [nbformat.v4.new_code_cell(source) for source in FIT_CELLS.values()]
-        nbformat.write(notebook, lab.root / "fit.ipynb")
+        write_code_notebook(lab.root / "fit.ipynb", FIT_CELLS.values())
         try:
             open_notebook(browser, lab, "fit.ipynb", ui=ui)
             run_all(browser)
@@ -902,9 +909,7 @@ def test_a_widget_whose_kernel_is_gone_shows_its_static_view_and_dead_buttons(
     """Live while its kernel holds it (a click settles a call); after a kernel restart, the static view with
     its buttons disabled and why; saved, kernel shut down, page reloaded: the static view again (tool,
     arguments, "pending"), and no "Error displaying widget" anywhere."""
-    notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in WIDGET_CELLS.values()]
+    notebook = code_notebook(WIDGET_CELLS.values())
     index = {name: i for i, name in enumerate(WIDGET_CELLS)}
     with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
         nbformat.write(notebook, lab.root / "widgets.ipynb")
@@ -993,8 +998,7 @@ def test_a_saved_output_shows_the_words_its_payload_carries_or_a_neutral_stand_i
                         server_text="the backend said no", effect_state=UNKNOWN)  # fmt: skip
     raw = RawResult("demo", "tiny_image", [{"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}],
                     server_text="JSON-RPC error -32603: no")  # fmt: skip
-    notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook = code_notebook([])
     for labels in LABEL_VARIANTS.values():
         for result, mime in ((envelope, ENVELOPE_MIME), (raw, RAW_RESULT_MIME)):
             notebook.cells.append(nbformat.v4.new_code_cell("# saved", outputs=[saved_output(result, mime, labels)]))
@@ -1053,10 +1057,7 @@ def test_the_authorization_flow_comes_back_by_the_loopback_and_by_a_pasted_addre
             f"pasted = %mcp_connect pasted --url {server.url} --oauth --scope demo",
             OAUTH_CALL.format(name="pasted"),
         ]
-        notebook = nbformat.v4.new_notebook()
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
-        nbformat.write(notebook, lab.root / "oauth.ipynb")
+        write_code_notebook(lab.root / "oauth.ipynb", sources)
         page = browser.page
         nth = lambda index: page.locator(".jp-Notebook .jp-Cell").nth(index)  # noqa: E731
         try:
@@ -1157,10 +1158,7 @@ def test_no_output_of_the_kit_makes_a_link_of_an_address_a_server_chose(tmp_path
     ):
         values = {"server": str(UNTRUSTED), "plan": plan, "evil": EVIL_URL, "http": remote.url, "oauth": hosted.url,
                   "quoted": quote(EVIL_URL)}  # fmt: skip
-        notebook = nbformat.v4.new_notebook()
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        notebook.cells = [nbformat.v4.new_code_cell(source.format(**values)) for source in URL_CELLS.values()]
-        nbformat.write(notebook, lab.root / "urls.ipynb")
+        write_code_notebook(lab.root / "urls.ipynb", (source.format(**values) for source in URL_CELLS.values()))
         page = browser.page
         try:
             open_notebook(browser, lab, "urls.ipynb")
@@ -1226,10 +1224,7 @@ def test_the_servers_log_lines_and_progress_appear_under_a_running_call(tmp_path
     page = browser.page
     cell = lambda name: page.locator(".jp-Notebook .jp-Cell").nth(list(SERVER_CELLS).index(name))  # noqa: E731
     with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
-        notebook = nbformat.v4.new_notebook()
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        notebook.cells = [nbformat.v4.new_code_cell(source) for source in SERVER_CELLS.values()]
-        nbformat.write(notebook, lab.root / "server.ipynb")
+        write_code_notebook(lab.root / "server.ipynb", SERVER_CELLS.values())
         try:
             open_notebook(browser, lab, "server.ipynb")
             run_all(browser)
@@ -1302,11 +1297,8 @@ def test_what_a_server_says_of_a_call_is_never_a_link(ui: str, tmp_path: Path, b
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(LINK_PLAN))
     with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
-        notebook = nbformat.v4.new_notebook()
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         values = {"server": str(UNTRUSTED), "plan": f"@{plan}"}
-        notebook.cells = [nbformat.v4.new_code_cell(source.format(**values)) for source in LINK_CELLS.values()]
-        nbformat.write(notebook, lab.root / "links.ipynb")
+        write_code_notebook(lab.root / "links.ipynb", (source.format(**values) for source in LINK_CELLS.values()))
         try:
             open_notebook(browser, lab, "links.ipynb", ui=ui)
             run_all(browser)

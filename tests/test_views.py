@@ -35,6 +35,7 @@ from test_browser import (
     jupyter_lab,
     open_notebook,
     run_all,
+    write_code_notebook,
 )
 
 from purra_jupyter.apps import NO_LIVE_SESSION, NO_VIEWER, VIEW_LABEL
@@ -69,10 +70,7 @@ def chromium() -> Iterator[Browser]:
 
 
 def write_notebook(path: Path) -> None:
-    notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS.values()]
-    nbformat.write(notebook, path)
+    write_code_notebook(path, CELLS.values())
 
 
 def cell(browser: Browser, name: str) -> Locator:
@@ -292,10 +290,7 @@ def test_a_hostile_view_reaches_nothing_and_leaves_the_page_unchanged(tmp_path: 
             'bad.call("hostile", {}, raw=True, approve=True)',
             *(f'bad.call("hostile", {{"nav": "{nav}"}}, raw=True, approve=True)' for nav in NAVIGATIONS),
         ]
-        notebook = nbformat.v4.new_notebook()
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-        nbformat.write(notebook, lab.root / "hostile.ipynb")
+        write_code_notebook(lab.root / "hostile.ipynb", cells)
         page = chromium.page
         try:
             open_notebook(chromium, lab, "hostile.ipynb")
@@ -553,10 +548,7 @@ def test_views_cannot_trick_the_person(tmp_path: Path, chromium: Browser, ui: st
                 'tricky = pj.connect(pj.ServerConfig("tricky", command=sys.executable, args=args))\n'
                 'demo = pj.connect(pj.ServerConfig("demo", command=sys.executable, args=["-m", "purra_jupyter.demo"]))'
             )
-            notebook = nbformat.v4.new_notebook()
-            notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-            notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells.values()]
-            nbformat.write(notebook, lab.root / "tricky.ipynb")
+            write_code_notebook(lab.root / "tricky.ipynb", cells.values())
             try:
                 open_notebook(chromium, lab, "tricky.ipynb", ui=ui)
                 run_all(chromium)

@@ -61,6 +61,9 @@ const LOG_PER_SECOND = 10;
 const LINK_BURST = 5;
 const LINK_PER_SECOND = 1;
 const LINKS_SHOWN = 10;
+/** How long the page's peer keeper may take to say it holds its process's peer connections (it takes well under a
+ * second); without its word, no view is shown. */
+const KEEPER_WAIT_MS = 15_000;
 
 export const APP_CLASS = {
   root: 'jp-PurraApp',
@@ -118,6 +121,7 @@ function peerKeeper(): Promise<boolean> {
         }
       };
       window.addEventListener('message', onMessage);
+      setTimeout(() => resolve(false), KEEPER_WAIT_MS); // (a keeper that never answers closes nothing)
       frame.srcdoc = keeperDocument();
       document.body.appendChild(frame);
     });

@@ -113,7 +113,11 @@ class ViewOutput:
             return
         self.note = READING
         self.redraw()
-        self.reading = self.host.view_read(self.plan.tool.app.uri or "")
+        try:
+            self.reading = self.host.view_read(self.plan.tool.app.uri or "")
+        except McpSessionError as error:  # (a server that offers no resources: refused before any request)
+            self._unavailable(error)
+            return
         self.reading.add_done_callback(lambda future: self._read(future, call))
 
     def wait_read(self, seconds: float) -> None:
@@ -128,13 +132,20 @@ class ViewOutput:
         try:
             self.view = view_of(self.plan.tool, self.host.connection.name, future.result(), self.plan.arguments, result)
         except McpSessionError as error:
-            self.note = f"not shown: {error.code}: {error.message}"
-            self.log(EVENT_APP, f"{self.plan.label}: {self.note}")
+            self._unavailable(error)
+            return
         except futures.CancelledError:
             self.note = "not shown: reading it was cancelled"
         else:
             asked = "; ".join(self.view.domains.lines()) or "no origins"
             self.log(EVENT_APP, f"read {self.view.head()}; it asks for {asked}")
+        self._taken.set()
+        self.redraw()
+
+    def _unavailable(self, error: McpSessionError) -> None:
+        """No view to show, and why: said where the view would be and in the session log."""
+        self.note = f"not shown: {error.code}: {error.message}"
+        self.log(EVENT_APP, f"{self.plan.label}: {self.note}")
         self._taken.set()
         self.redraw()
 

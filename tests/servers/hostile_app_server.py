@@ -15,11 +15,10 @@ import json
 import sys
 from typing import Any
 
-import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
-from mcp.server.stdio import stdio_server
+from stdio_wire import serve
 
 PORT = int(sys.argv[1])
 TARGET = f"http://127.0.0.1:{PORT}"
@@ -206,11 +205,5 @@ def build() -> Server[Any, Any]:
     return server
 
 
-async def main() -> None:
-    server = build()
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
-
-
 if __name__ == "__main__":
-    anyio.run(main)
+    serve(build())

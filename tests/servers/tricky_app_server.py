@@ -26,11 +26,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
-from mcp.server.stdio import stdio_server
+from stdio_wire import serve
 
 UDP_PORT, TCP_PORT = int(sys.argv[1]), int(sys.argv[2])
 RECORD = Path(sys.argv[3])
@@ -312,7 +311,7 @@ def build() -> Server[Any, Any]:
                 record.write("destroy ran\n")
         return [types.TextContent(type="text", text=f"{name} answered")]
 
-    @server.list_resources()
+    @server.list_resources()  # (without it, the SDK's server declares no resources capability)
     async def list_resources() -> list[types.Resource]:
         return []
 
@@ -324,11 +323,5 @@ def build() -> Server[Any, Any]:
     return server
 
 
-async def main() -> None:
-    server = build()
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
-
-
 if __name__ == "__main__":
-    anyio.run(main)
+    serve(build())
