@@ -560,6 +560,7 @@ def test_views_cannot_trick_the_person(tmp_path: Path, chromium: Browser, ui: st
                 check_the_forger(chromium)
                 assert not record.exists(), record.read_text()
                 assert chromium.dialogs == [] and len(chromium.page.context.pages) == 1
+                assert [error for error in chromium.errors if "purra" in error.lower()] == [], chromium.errors
             except BaseException:
                 chromium.report_failure(f"views-tricky-{ui}-failure", lab)
                 raise
