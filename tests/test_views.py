@@ -164,9 +164,22 @@ def result_time(browser: Browser) -> str:
     return found
 
 
+NO_OVERFLOW_JS = """(app) => {
+    const wider = [];
+    for (let node = app; node !== null && !node.classList.contains('jp-Cell'); node = node.parentElement) {
+        if (node.scrollWidth > node.clientWidth) {
+            wider.push(`${node.className}: ${node.scrollWidth} > ${node.clientWidth}`);
+        }
+    }
+    return wider;
+}"""
+
+
 def check_the_time_view(browser: Browser, ui: str) -> None:
     time_view = view_of(browser, "time")
     expect(time_view.locator("#server-time")).to_have_text(result_time(browser), timeout=STEP)
+    # The bordered frame fills the output's width and no more: no horizontal scrollbar under the view.
+    assert cell(browser, "time").locator(APP).evaluate(NO_OVERFLOW_JS) == []
     print(f"screenshot: {browser.screenshot(f'views-{ui}-time', cell(browser, 'time'))}")
     # Its own button calls get-time: the approval widget appears under the view; approved, the view shows the new time.
     time_view.locator("#get-time-btn").click()
