@@ -107,7 +107,14 @@ class EvaluationSummary:
         """The latency distribution and the outcome counts, as a picture (PNG)."""
         title = f"evaluation of {self.tool} on {self.server}: {self.rows} rows"
         alt = f"{title}; outcomes " + ", ".join(f"{code} {count}" for code, count in self.counts.items())
-        return Chart(latency_and_outcomes(self.latencies_ms, self.counts, title), alt)
+        return Chart(latency_and_outcomes(self.latencies_ms, self.counts, title, self.marks), alt)
+
+    @property
+    def marks(self) -> dict[str, float]:
+        """The percentiles the chart marks: the summary's own."""
+        if self.p50_ms is None or self.p95_ms is None:
+            return {}
+        return {"p50": self.p50_ms, "p95": self.p95_ms}
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         title = f"evaluation of {self.tool} on {self.server}"

@@ -37,9 +37,17 @@ def png(draw: Callable[[Figure], None], *, height_inches: float) -> bytes:
     return buffer.getvalue()
 
 
-def latency_and_outcomes(latencies_ms: Sequence[float], counts: Mapping[str, int], title: str) -> bytes:
-    """Left: the distribution of the calls' latencies (a histogram, with p50 and p95 marked); right: how many rows
-    ended in each outcome (``ok`` green, each error code red)."""
+def latency_and_outcomes(latencies_ms: Sequence[float], counts: Mapping[str, int], title: str,
+                         marks: Mapping[str, float]) -> bytes:  # fmt: skip
+    """The picture of ``latency_drawing``."""
+    return png(latency_drawing(latencies_ms, counts, title, marks), height_inches=2.8)
+
+
+def latency_drawing(latencies_ms: Sequence[float], counts: Mapping[str, int], title: str,
+                    marks: Mapping[str, float]) -> Callable[[Figure], None]:  # fmt: skip
+    """Left: the distribution of the calls' latencies (a histogram, with ``marks`` drawn: the summary's own p50 and
+    p95, so that the picture and the summary never disagree); right: how many rows ended in each outcome (``ok``
+    green, each error code red)."""
 
     def draw(figure: Figure) -> None:
         left, right = figure.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
@@ -47,8 +55,7 @@ def latency_and_outcomes(latencies_ms: Sequence[float], counts: Mapping[str, int
         if latencies_ms:
             ordered = sorted(latencies_ms)
             left.hist(ordered, bins=min(30, max(5, len(ordered) // 5)), color=BAR_COLOR)
-            for label, fraction, side in (("p50", 0.5, "left"), ("p95", 0.95, "right")):
-                value = ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+            for (label, value), side in zip(marks.items(), ("left", "right"), strict=False):
                 left.axvline(value, color=INK, linestyle="--", linewidth=1)
                 left.annotate(f"{label} {value:.1f}", (value, 1), xycoords=("data", "axes fraction"), color=INK,
                               fontsize=8, ha=side, va="top", xytext=(3 if side == "left" else -3, -3),
@@ -61,7 +68,7 @@ def latency_and_outcomes(latencies_ms: Sequence[float], counts: Mapping[str, int
         right.invert_yaxis()
         figure.suptitle(_label(title, 110), color=INK, fontsize=9)
 
-    return png(draw, height_inches=2.8)
+    return draw
 
 
 def refusal_reasons(counts: Mapping[str, int], title: str) -> bytes:
@@ -117,4 +124,4 @@ def _label(text: str, limit: int = LABEL_CHARS) -> str:
     return one_line(text, limit).replace("$", r"\$")
 
 
-__all__ = ["Chart", "image_html", "latency_and_outcomes", "png", "refusal_reasons"]
+__all__ = ["Chart", "image_html", "latency_and_outcomes", "latency_drawing", "png", "refusal_reasons"]

@@ -14,12 +14,13 @@ from pathlib import Path
 import nbformat
 import numpy
 from conftest import demo_in_memory, execute_notebook, unsafe_markup
+from matplotlib.figure import Figure
 from PIL import Image
 from test_published_servers import EVERYTHING
 
 import purra_jupyter as pj
 from purra_jupyter.catalog import reason_keyword
-from purra_jupyter.charts import CARD, DPI, WIDTH_INCHES, latency_and_outcomes, refusal_reasons
+from purra_jupyter.charts import CARD, DPI, WIDTH_INCHES, latency_and_outcomes, latency_drawing, refusal_reasons
 
 IMG = re.compile(r"<img src=['\"]data:image/png;base64,([A-Za-z0-9+/=]+)['\"] alt=['\"]([^'\"]*)['\"]")
 
@@ -49,6 +50,21 @@ def test_an_evaluations_summary_shows_its_latencies_and_outcomes_as_a_picture() 
     assert dark_pixels(image) > 500  # with dark ink on it: readable on a light and on a dark page
 
 
+def test_the_chart_marks_the_summarys_own_percentiles() -> None:
+    """Eleven rows, one slow: the chart's p50 and p95 are the summary's (they once took another rule, and p95 was the
+    slowest row below 20 rows)."""
+    with pj.connect(demo_in_memory(), approval="auto") as demo:
+        demo.bind("sleep", concurrency_safe=True)
+        frame = demo.evaluate("sleep", [{"seconds": 0.0}] * 10 + [{"seconds": 0.3}], concurrency=1)
+    summary = frame.attrs["summary"]
+    assert summary.p95_ms is not None and summary.p95_ms < max(summary.latencies_ms)
+    figure = Figure()
+    latency_drawing(summary.latencies_ms, summary.counts, "t", summary.marks)(figure)
+    drawn = [text.get_text() for text in figure.axes[0].texts]
+    assert drawn == [f"p50 {summary.p50_ms:.1f}", f"p95 {summary.p95_ms:.1f}"], (drawn, summary)
+    assert f"p50 {summary.p50_ms:.1f} ms, p95 {summary.p95_ms:.1f} ms" in repr(summary)
+
+
 def test_a_catalogs_refusal_reasons_as_a_picture() -> None:
     config = pj.ServerConfig("everything", command="node", args=[str(EVERYTHING), "stdio"])
     with pj.connect(config) as everything:
@@ -70,7 +86,7 @@ def test_reason_keywords_are_the_last_step_of_the_reasons_path() -> None:
 
 def test_a_servers_words_in_a_chart_are_text() -> None:
     hostile = "<script>alert(1)</script> $\\frac{1}{0}$ " + "x" * 200
-    for data in (latency_and_outcomes([], {hostile: 1}, hostile), refusal_reasons({hostile: 2}, hostile)):
+    for data in (latency_and_outcomes([], {hostile: 1}, hostile, {}), refusal_reasons({hostile: 2}, hostile)):
         assert dark_pixels(picture(data)) > 100  # drawn (no mathtext error), nothing run
     with pj.connect(demo_in_memory(), approval="auto") as demo:
         demo.bind("fail")
