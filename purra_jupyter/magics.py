@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import re
 import shlex
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -173,7 +174,21 @@ def parse(magic: object, line: str | list[str]) -> argparse.Namespace | MagicHel
     described = cast(ArgumentMagic, magic)
     if "-h" in options or "--help" in options:
         return MagicHelp(inspect.cleandoc(described.__doc__ or ""))  # magic_arguments put the options in it
-    return described.parser.parse_args(options)
+    try:
+        return described.parser.parse_args(options)
+    except UsageError as error:
+        raise UsageError(f"{error}. {what_to_type(described)}") from None
+
+
+def what_to_type(magic: ArgumentMagic) -> str:
+    """The line a magic takes (its docstring's ``%mcp_...`` form), and the sessions one may name there."""
+    found = re.search(r"``(%mcp_[^`]+)``", magic.__doc__ or "")
+    usage = found.group(1) if found else " ".join(magic.parser.format_usage().replace("::", " ").split())
+    if not re.search(r"\bname\b", usage, re.IGNORECASE):
+        return f"Type {usage}"
+    names = [session.name for session in registry.list()]
+    sessions = f"the open sessions: {', '.join(names)}" if names else "none is open: %mcp_connect NAME -- COMMAND"
+    return f"Type {usage} (NAME: a session; {sessions})"
 
 
 # --- what a magic's line describes --------------------------------------------------------------

@@ -8,6 +8,7 @@ none of them reaches back into it. The registry knows the open sessions by name.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 import re
@@ -597,8 +598,10 @@ class SessionRegistry:
                 f"Session '{name}' is closed ({cause}). Open a new one with %mcp_connect or pj.connect().",
             )
         if session is None:
+            near = difflib.get_close_matches(name, [open_one.name for open_one in self.list()], n=1)
+            guess = f" Did you mean '{near[0]}'?" if near else ""
             raise McpSessionError(
-                SESSION_UNKNOWN, f"No session named '{name}'. Open one with %mcp_connect or pj.connect()."
+                SESSION_UNKNOWN, f"No session named '{name}'.{guess} Open one with %mcp_connect or pj.connect()."
             )
         return session
 

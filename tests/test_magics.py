@@ -435,3 +435,24 @@ def test_resources_and_prompts_magics_show_what_the_server_offers(
     assert text.startswith("UsageError:"), text
     assert "%mcp_read NAME URI_TEMPLATE" in ip.run_line_magic("mcp_read", "--help").text
     assert "%mcp_prompt NAME PROMPT" in ip.run_line_magic("mcp_prompt", "demo --help").text
+
+
+def test_a_line_that_misses_its_session_says_what_to_type_and_a_near_name_is_offered(
+    ip: InteractiveShell, demo: pj.McpSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``%mcp_catalog`` with no name says the line it takes and the sessions open; a name one typo away from an open
+    session's is offered; a magic without a session says its line alone."""
+    text = one_line_error(ip, "%mcp_catalog", capsys)
+    assert text == (
+        "UsageError: the following arguments are required: name. "
+        "Type %mcp_catalog NAME [--refresh] (NAME: a session; the open sessions: demo)"
+    ), text
+    text = one_line_error(ip, "%mcp_catalog dmeo", capsys)
+    assert text == (
+        "McpSessionError: mcp_session_unknown: No session named 'dmeo'. Did you mean 'demo'? Open one with "
+        "%mcp_connect."
+    ), text
+    assert "Did you mean" not in one_line_error(ip, "%mcp_catalog elsewhere", capsys)
+    demo.close()
+    text = one_line_error(ip, "%mcp_log", capsys)
+    assert text.endswith("(NAME: a session; none is open: %mcp_connect NAME -- COMMAND)"), text
