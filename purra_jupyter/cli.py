@@ -18,7 +18,7 @@ from typing import Any
 from .catalog import CALLABLE, NOT_CALLABLE, Catalog, ToolVerdict, check_digest
 from .config import ServerOptions
 from .egress import CliText, cli_text
-from .errors import McpSessionError
+from .errors import SERVER_SAID_LABEL, McpSessionError
 from .junit import Case, suite
 from .names import visible
 from .session import connect
@@ -26,6 +26,7 @@ from .session import connect
 EXIT_MET = 0  # the requirement holds
 EXIT_UNMET = 1  # it does not: a required tool is missing or not callable, or the catalog's digest differs
 EXIT_UNCHECKED = 2  # it could not be checked: the command line is wrong, or the server was not reached or listed
+SERVER_LINES = 20  # of the server's last stderr lines, shown when the check could not run
 FORMATS = ("text", "json", "junit", "github")
 EVERY_TOOL = "every tool callable under PurrA"
 DESCRIPTION = f"""\
@@ -107,6 +108,12 @@ class CheckReport:
             return "not checked"
         return "not met" if self.problems else "met"
 
+    @property
+    def server_said(self) -> tuple[str, ...]:
+        """The last lines the server wrote on stderr before the check could not run (scrubbed as it was read)."""
+        said = self.error.server_text.splitlines() if self.error is not None else []
+        return tuple(said[-SERVER_LINES:])
+
     def tool_rows(self) -> list[dict[str, Any]]:
         tools = self.catalog.tools if self.catalog is not None else ()
         return [_tool_row(tool, self.requirement.requires(tool.name)) for tool in tools]
@@ -121,7 +128,9 @@ class CheckReport:
             "outcome": self.outcome,
             "exitCode": self.exit_code,
             "problems": [problem.sentence for problem in self.problems],
-            "error": None if error is None else {"code": error.code, "message": error.message},
+            "error": None
+            if error is None
+            else {"code": error.code, "message": error.message, "serverSaid": list(self.server_said)},
             "protocolVersion": catalog.protocol_version if catalog else None,
             "digest": catalog.digest if catalog else None,
             "tools": self.tool_rows(),
@@ -172,6 +181,8 @@ def as_text(report: CheckReport) -> list[CliText]:
             lines += [f"       {reason}" for reason in tool.reasons]
     if report.error is not None:
         lines.append(f"could not check: {report.error.code}: {report.error.message}")
+        if report.server_said:
+            lines += [f"{SERVER_SAID_LABEL}:", *(f"  | {line}" for line in report.server_said)]
     lines.append(f"requirement ({report.requirement.describe()}): {report.outcome}")
     lines += [f"  - {problem.sentence}" for problem in report.problems]
     return [cli_text(line) for line in lines]
@@ -201,7 +212,8 @@ def as_junit(report: CheckReport) -> list[CliText]:
             cases.append(Case(report.server, problem.tool or "catalog digest", failure=problem.sentence, kind="unmet"))
     if report.error is not None:
         error = report.error
-        cases.append(Case(report.server, "connect and list", error=f"{error.code}: {error.message}", kind=error.code))
+        cases.append(Case(report.server, "connect and list", error=f"{error.code}: {error.message}", kind=error.code,
+                          detail=report.server_said))  # fmt: skip
     return [cli_text(line) for line in suite(f"purra-jupyter check {report.server}", cases).split("\n")]
 
 
@@ -210,7 +222,8 @@ def as_github(report: CheckReport) -> list[CliText]:
     callable but not required, and a notice with the outcome."""
     lines = []
     if report.error is not None:
-        lines.append(_annotation("error", "purra-jupyter check", f"{report.error.code}: {report.error.message}"))
+        said = f" ({SERVER_SAID_LABEL}: {' | '.join(report.server_said)})" if report.server_said else ""
+        lines.append(_annotation("error", "purra-jupyter check", f"{report.error.code}: {report.error.message}{said}"))
     for row in report.tool_rows():
         if not row["callable"]:
             level = "error" if row["required"] else "warning"

@@ -23,6 +23,7 @@ def shown(text: str) -> str:
 # A message is shown where frontends make links of URLs, so it points to the server's words instead of holding them.
 KEPT_APART = "kept apart from this message and shown as text, as what the server said"
 SERVER_TEXT_NOTE = f"What the server said is {KEPT_APART}."
+SERVER_SAID_LABEL = "what the server said (its own words, shown as text)"  # over it, wherever it is shown
 SERVER_TEXT_CHARS = 2_000  # how much of a server's own error text a result keeps to show
 
 

@@ -34,7 +34,7 @@ from .bindings import allow_any_scope
 from .catalog import check_digest
 from .config import ServerConfig, ServerOptions
 from .egress import bundle, cell_text, text_bundle
-from .errors import KEPT_APART, McpSessionError
+from .errors import KEPT_APART, SERVER_SAID_LABEL, McpSessionError
 from .markup import join, pre, tag
 from .offerings import template_variables
 from .session import INSTRUCTIONS_LABEL, McpSession, connect, registry, shown_instructions, with_views_decided
@@ -65,7 +65,6 @@ _MAGIC_WORDS = (
     ("check_arguments=False is for raw calls only (raw=True)", "--unchecked is for raw calls only (--raw)"),
     (KEPT_APART, "shown above, as text"),
 )
-SERVER_STDERR_LABEL = "what the server said (its own words, shown as text)"
 
 
 def in_magic_words(message: str) -> str:
@@ -86,7 +85,7 @@ def _one_line_errors() -> Iterator[None]:
         if error.code in USAGE_CODES:
             raise UsageError(in_magic_words(str(error))) from None
         if error.server_text:  # its own block, escaped: no frontend makes a link of it
-            _show_server_words(SERVER_STDERR_LABEL, error.server_text)
+            _show_server_words(SERVER_SAID_LABEL, error.server_text)
         raise McpSessionError(error.code, in_magic_words(error.message), server_text=error.server_text) from None
     except McpAdapterError as error:
         raise McpSessionError(error.code, "purra-mcp refused the operation.") from None

@@ -17,6 +17,7 @@ from test_untrusted import untrusted_http
 
 import purra_jupyter as pj
 from purra_jupyter.cli import EXIT_MET, EXIT_UNCHECKED, EXIT_UNMET, main
+from purra_jupyter.errors import SERVER_SAID_LABEL
 from purra_jupyter.wire import CONFIG_INVALID, CONNECT_FAILED
 
 BIN = Path(sys.executable).parent
@@ -188,3 +189,38 @@ def test_the_check_never_calls_a_tool(capsys: pytest.CaptureFixture[str], demo_h
     with pj.connect(pj.ServerConfig("counter", url=demo_http_url)) as counter:
         counts = counter.call("call_counts", {}, raw=True, approve=True).structured_content["counts"]
     assert counts == {}, counts
+
+
+STDERR_SECRET = "sk-stderr-secret-4242"
+DYING = (
+    "import os, sys; "
+    "sys.stderr.write('starting\\n::error title=forged::x\\n<b>bold</b>\\n'); "
+    "sys.stderr.write(os.environ['API_TOKEN'] + ' refused\\n'); "
+    "sys.exit(3)"
+)
+
+
+def test_a_server_that_cannot_be_checked_is_shown_with_its_last_stderr_lines_in_every_format(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The newcomer's typo (``python -m purra_jupyter.demoo``) shows Python's own words; a server that dies saying a
+    secret and a forged workflow command: its lines under the label in text, in JSON and in the junit error case,
+    folded into the github annotation; the secret nowhere, no forged command."""
+    code, out = check(capsys, "--", sys.executable, "-m", "purra_jupyter.demoo")
+    assert code == EXIT_UNCHECKED and "No module named purra_jupyter.demoo" in out, out
+    lines = out.splitlines()
+    assert lines[2] == f"{SERVER_SAID_LABEL}:" and lines[3].startswith("  | ") and "demoo" in lines[3], lines
+    words = ["--env", f"API_TOKEN={STDERR_SECRET}", "--", sys.executable, "-c", DYING]
+    outputs = {form: check(capsys, "--format", form, *words) for form in ("text", "json", "junit", "github")}
+    for form, (code, out) in outputs.items():
+        assert code == EXIT_UNCHECKED and "refused" in out and STDERR_SECRET not in out, (form, out)
+    text = outputs["text"][1].splitlines()
+    assert text[text.index(SERVER_SAID_LABEL + ":") + 1 :][:4] == [
+        "  | starting", "  | ::error title=forged::x", "  | <b>bold</b>", "  | *** refused"
+    ], text  # fmt: skip
+    said = json.loads(outputs["json"][1])["error"]["serverSaid"]
+    assert said == ["starting", "::error title=forged::x", "<b>bold</b>", "*** refused"], said
+    case = ElementTree.fromstring(outputs["junit"][1].encode()).find("testcase/error")
+    assert case is not None and "*** refused" in (case.text or ""), outputs["junit"][1]
+    github = outputs["github"][1].splitlines()
+    assert len(github) == 2 and not any(line.startswith("::error title=forged") for line in github), github

@@ -16,7 +16,7 @@ from IPython.core.interactiveshell import InteractiveShell
 import purra_jupyter as pj
 from purra_jupyter.egress import cell_text
 from purra_jupyter.envelope import Envelope, RawResult
-from purra_jupyter.magics import SERVER_STDERR_LABEL, MagicHelp
+from purra_jupyter.magics import SERVER_SAID_LABEL, MagicHelp
 from purra_jupyter.session import INSTRUCTIONS_LABEL
 from purra_jupyter.ui.approval import PendingCall
 from purra_jupyter.ui.forms import SchemaForm
@@ -61,7 +61,7 @@ def one_line_error(ip: InteractiveShell, line: str, capsys: pytest.CaptureFixtur
     if getattr(error, "server_text", ""):  # the server's words come first, in a block of their own
         *block, text = text.splitlines()
         said = cell_text(error.server_text.splitlines()[0])  # as a cell shows it: no link, no control character
-        assert block[0] == f"{SERVER_STDERR_LABEL}:" and said in block[1], block
+        assert block[0] == f"{SERVER_SAID_LABEL}:" and said in block[1], block
     assert len(text.splitlines()) == 1, text
     code = str(error).split(":", 1)[0]
     usage = isinstance(error, UsageError)
