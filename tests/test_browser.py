@@ -31,6 +31,7 @@ from conftest import BINDER_BUILD_GUARD, execute_notebook, follow_authorization,
 from purra_jupyter.catalog import CALLABLE_UNDER
 from purra_jupyter.envelope import EFFECT_NOTES, ENVELOPE_KIND, IMAGE_ALT, RAW_LABEL, SERVER_WORDS, Envelope, RawResult
 from purra_jupyter.ui.records import widget_labels
+from purra_jupyter.ui.status import AGAIN as STATUS_AGAIN
 from purra_jupyter.wire import COMMITTED, ENVELOPE_MIME, RAW_RESULT_MIME, UNKNOWN, WIDGET_MIME
 
 try:
@@ -895,11 +896,13 @@ WIDGET_CELLS = {
     "pending": 'demo.call("search_documents", {"query": "PurrA envelope", "limit": 3})',
     "form": 'demo.form("search_documents")',
     "fresh": 'demo.call("echo", {"text": "hi"})',
+    "status": "demo.status_widget()",
 }
 LIVE = f'[data-mime-type="{WIDGET_MIME}"] .purra-approval'  # ipywidgets' approval, mounted by our renderer
 STATIC = f'[data-mime-type="{WIDGET_MIME}"] .jp-PurraWidget-static'
 APPROVAL_WORDS = widget_labels("run the cell again to decide")
 FORM_WORDS = widget_labels("run the cell again to fill in the form")
+STATUS_WORDS = widget_labels(STATUS_AGAIN)
 
 
 @pytest.mark.parametrize("ui", ["lab", "notebook"])
@@ -922,6 +925,8 @@ def test_a_widget_whose_kernel_is_gone_shows_its_static_view_and_dead_buttons(
             expect(nth("pending").locator(LIVE).locator(".purra-approval-state")).to_have_text("pending",
                                                                                              timeout=STEP)  # fmt: skip
             expect(nth("form").locator(f'[data-mime-type="{WIDGET_MIME}"] .purra-form')).to_be_visible()
+            expect(nth("status").locator(f'[data-mime-type="{WIDGET_MIME}"] .purra-status-state')).to_have_text("ready")
+            expect(nth("status").locator(STATIC)).to_have_count(0)  # live: the kernel's widget, no static view
             click_settled(nth("fresh").locator(LIVE).get_by_role("button", name="Approve"))
             expect(nth("fresh").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text(
                 "approved (approved by a click)", timeout=STEP
@@ -938,6 +943,9 @@ def test_a_widget_whose_kernel_is_gone_shows_its_static_view_and_dead_buttons(
                 for button in static.locator("button").all():
                     expect(button).to_be_disabled()
                     expect(button).to_have_attribute("title", words["restarted"])
+            expect(nth("status").locator(STATIC).locator(".jp-PurraWidget-why")).to_have_text(
+                STATUS_WORDS["restarted"]
+            )  # the status no longer says "ready" alone
             expect(page.locator(".purra-approval, .purra-form")).to_have_count(0)  # no live widget is left
             expect(nth("pending").locator(STATIC)).to_contain_text("pending: decide in a running kernel")
             browser.screenshot(f"widgets-{ui}-02-restarted", nth("pending"))
@@ -957,6 +965,9 @@ def test_a_widget_whose_kernel_is_gone_shows_its_static_view_and_dead_buttons(
             expect(pending.get_by_role("button", name="Approve")).to_be_disabled()
             expect(nth("form").locator(STATIC)).to_contain_text("argument form for search_documents")
             expect(nth("form").locator(STATIC).locator(".jp-PurraWidget-why")).to_have_text(FORM_WORDS["gone"])
+            status = nth("status").locator(STATIC)
+            expect(status.locator(".jp-PurraWidget-why")).to_have_text(STATUS_WORDS["gone"])
+            expect(status).to_contain_text("ready")  # its last state, said to be the last
             expect(nth("fresh").locator(ENVELOPE).locator(".jp-PurraRenderer-decision")).to_contain_text("approved")
             expect(page.locator("body")).not_to_contain_text(WIDGET_ERROR)
             browser.screenshot(f"widgets-{ui}-03-reloaded", nth("pending"))

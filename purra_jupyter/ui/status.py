@@ -1,10 +1,13 @@
 """A live status line for a session: it redraws itself when the connection or its bindings change, from
 whichever thread changed them (a server notification arrives on the loop, not in a cell).
 
-Shown in a cell, it is a plain output under a display id, rewritten at each change: the saved notebook
-holds the last state, readable without a kernel. Placed in a layout, it is an ``HTML`` widget."""
+Shown in a cell, it is a widget output under a display id, rewritten at each change: the saved notebook holds the
+last state, readable without a kernel, and the extension says under it when its kernel is gone (it once stayed a
+green "ready" after the kernel shut down). Placed in a layout, it is an ``HTML`` widget."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import ipywidgets as widgets
 
@@ -13,9 +16,10 @@ from ..connection import Connection
 from ..egress import bundle, cell_text
 from ..markup import EMPTY, ERROR_COLOR, OK_COLOR, WARN_COLOR, join, tag
 from ..wire import CLOSED, EVENT_ERROR, FAILED, READY, STALE
-from .records import LiveOutput
+from .records import LiveOutput, widget_bundle
 
 _COLORS = {READY: OK_COLOR, STALE: WARN_COLOR}
+AGAIN = "this is its last state; run the cell again to follow the session"
 
 
 class SessionStatus(widgets.HTML):
@@ -56,8 +60,10 @@ class SessionStatus(widgets.HTML):
         self.value = str(self.html)
         self._output.update(self._bundle())
 
-    def _bundle(self) -> dict[str, str]:
-        return bundle(self.html, self.text)
+    def _bundle(self) -> dict[str, Any]:
+        """The status as a widget output: live while its kernel holds it; once the kernel is gone, the extension
+        shows the last state with a line that says it is no longer followed."""
+        return widget_bundle(self, bundle(self.html, self.text), buttons=[], again=AGAIN)
 
     def _ipython_display_(self) -> None:
         self._output.show(self._bundle())
