@@ -10,6 +10,7 @@ ends within one total deadline, the session's timeout. A change to the writes di
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -374,7 +375,7 @@ class Bindings(HasTraits):
         raise McpSessionError(
             BINDING_MISSING,
             f"'{self.connection.name}' has no tool or binding '{visible(name)}'; the tools it lists are {KEPT_APART}.",
-            server_text=_listed(state.catalog),
+            server_text=_listed(state.catalog, name),
         )
 
     def registration(self, remote: str) -> ToolRegistration:
@@ -550,7 +551,7 @@ class Bindings(HasTraits):
         if error.code == BINDING_MISSING:
             return McpSessionError(
                 error.code, f"'{name}' lists no tool '{shown}'; the tools it lists are {KEPT_APART}.",
-                server_text=_listed(catalog),
+                server_text=_listed(catalog, remote),
             )  # fmt: skip
         if error.code == "mcp_tools_unavailable":
             return McpSessionError(error.code, f"Cannot bind '{shown}': {catalog.note or error.message}")
@@ -563,11 +564,12 @@ class Bindings(HasTraits):
         return error
 
 
-def _listed(catalog: Catalog) -> str:
-    """The first tools of ``catalog``, by name as a person is shown them (for a message's ``server_text``)."""
-    names = [tool.label for tool in catalog.tools[:12]]
-    more = f" (and {len(catalog) - 12} more)" if len(catalog) > 12 else ""
-    return f"tools it lists: {', '.join(names) or 'none'}{more}"
+def _listed(catalog: Catalog, asked: str) -> str:
+    """The tools of ``catalog`` by name as a person is shown them, those nearest ``asked`` first (for a message's
+    ``server_text``: the names are the server's, kept apart from the kit's words)."""
+    near = difflib.get_close_matches(asked, [tool.name for tool in catalog.tools], n=3, cutoff=0.6)
+    guess = f"did you mean: {', '.join(catalog[name].label for name in near)}\n" if near else ""
+    return f"{guess}tools it lists: {', '.join(tool.label for tool in catalog.tools) or 'none'}"
 
 
 def _mapping(found: McpToolCatalog | None) -> dict[str, Any] | None:

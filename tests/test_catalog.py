@@ -224,6 +224,11 @@ def test_binding_refusals_carry_purras_code_and_the_reasons(demo: pj.McpSession)
     assert caught.value.code == "mcp_binding_missing"
     assert "search_documents" in caught.value.server_text and "search_documents" not in caught.value.message
     with pytest.raises(pj.McpSessionError) as caught:
+        demo.bind("serch_documents")  # a typo: the nearest names come first, then every tool it lists
+    said = caught.value.server_text.splitlines()
+    assert said[0].startswith("did you mean: search_documents") and "search_documents" not in caught.value.message
+    assert said[1] == "tools it lists: " + ", ".join(tool.label for tool in demo.catalog.tools), said
+    with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("echo", local_name="not valid!")
     assert caught.value.code == "mcp_binding_invalid"
     demo.bind("echo")
