@@ -80,8 +80,9 @@ REFUSED_REQUESTS = [
 ]
 
 
-# A request to the host waits for the kernel: while Run All still runs cells, its comm message is queued behind them.
-RPC_SECONDS = 20
+# A request to the host waits for the kernel: while Run All still runs cells, its comm message is queued behind them
+# (on a loaded machine, with other JupyterLabs beside it, that took over 20 s).
+RPC_SECONDS = 60
 
 # Requests the kit answers without going anywhere: an address to open (shown as text) and a log line (to the log).
 LOG_LINE = "<img src=x onerror=window.__pwned=1> a hostile log line"
@@ -106,6 +107,7 @@ def view_html() -> str:
 <body><h1>hostile view</h1><ul id="report"></ul><div id="state">running</div>
 <script>
 const T = {TARGET!r};
+const RPC_SECONDS = {RPC_SECONDS};
 const report = (name, outcome) => {{
   const item = document.createElement('li');
   item.dataset.attempt = name;
@@ -138,7 +140,7 @@ const rpc = (method, params) => new Promise((ok, no) => {{
   const id = nextId++;
   waiting.set(id, {{ok, no}});
   window.parent.postMessage({{jsonrpc: '2.0', id, method, params}}, '*');
-  setTimeout(() => no(new Error('no answer')), 20000);
+  setTimeout(() => no(new Error('no answer')), RPC_SECONDS * 1000);
 }});
 const navigations = {{{navigations}}};
 window.addEventListener('message', event => {{
