@@ -41,7 +41,6 @@ import {
   CSP_KEYS,
   KEEPER_READY,
   NO_ORIGINS,
-  PROXY_READY,
   RESOURCE_READY,
   WEBRTC_OPEN,
   allowAttribute,
@@ -113,15 +112,19 @@ function peerKeeper(): Promise<boolean> {
       frame.setAttribute('aria-hidden', 'true');
       frame.tabIndex = -1;
       frame.style.display = 'none';
+      const settle = (closed: boolean): void => {
+        window.removeEventListener('message', onMessage);
+        window.clearTimeout(timer);
+        resolve(closed);
+      };
       const onMessage = (event: MessageEvent): void => {
         const data = asObject(event.data);
         if (event.source === frame.contentWindow && data?.type === KEEPER_READY) {
-          window.removeEventListener('message', onMessage);
-          resolve(data.closed === true);
+          settle(data.closed === true);
         }
       };
       window.addEventListener('message', onMessage);
-      setTimeout(() => resolve(false), KEEPER_WAIT_MS); // (a keeper that never answers closes nothing)
+      const timer = window.setTimeout(() => settle(false), KEEPER_WAIT_MS); // (one that never answers closes nothing)
       frame.srcdoc = keeperDocument();
       document.body.appendChild(frame);
     });
@@ -460,7 +463,7 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
   }
 
   private readonly _onMessage = (event: MessageEvent): void => {
-    const message = inbound(event.source, this._frame?.contentWindow, event.data, PROXY_READY);
+    const message = inbound(event.source, this._frame?.contentWindow, event.data);
     if (message === null) {
       return; // not from this output's own proxy (which relays only its own view)
     }

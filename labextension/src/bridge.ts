@@ -5,9 +5,8 @@
  * page; the jest tests drive them directly.
  */
 
-import { type IViewCsp, CSP_KEYS, viewCsp } from './sandbox';
-
-type JSONObject = { [key: string]: unknown };
+import { type JSONObject, asObject } from './dom';
+import { type IViewCsp, CSP_KEYS, PROXY_READY, viewCsp } from './sandbox';
 
 /** How many requests of one view may wait at once (for an approval, the kernel or the server): a person decides a
  * few at a time, and a view asking more is refused at once rather than queued in front of them. The kernel holds
@@ -25,16 +24,12 @@ export type Inbound =
   | { kind: 'request'; id: number | string; method: string; params: JSONObject }
   | { kind: 'notification'; method: string; params: JSONObject };
 
-function asObject(value: unknown): JSONObject | null {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JSONObject) : null;
-}
-
 /**
  * What a message event means to the host of one view, or null: only a message whose source is that view's own frame
  * (its proxy, which relays nothing but its own view's messages) counts. Views can post to each other's frames and to
  * the page; whatever another frame sends is ignored here.
  */
-export function inbound(source: unknown, own: unknown, data: unknown, proxyReady: string): Inbound | null {
+export function inbound(source: unknown, own: unknown, data: unknown): Inbound | null {
   if (own === null || own === undefined || source !== own) {
     return null;
   }
@@ -43,7 +38,7 @@ export function inbound(source: unknown, own: unknown, data: unknown, proxyReady
     return null;
   }
   const params = asObject(message.params) ?? {};
-  if (message.method === proxyReady) {
+  if (message.method === PROXY_READY) {
     return { kind: 'proxy-ready' };
   }
   if (typeof message.id === 'number' || typeof message.id === 'string') {

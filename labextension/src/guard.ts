@@ -62,8 +62,9 @@ export function guardClicks(node: HTMLElement, clock: () => number = () => perfo
   const stillness = new Stillness();
   const look = (): void => {
     const places = buttonPlaces(node);
-    stillness.sample(places, clock());
-    const state = places === '' || stillness.ready(places, clock()) ? 'ready' : 'settling';
+    const now = clock();
+    stillness.sample(places, now);
+    const state = places === '' || stillness.ready(places, now) ? 'ready' : 'settling';
     if (node.getAttribute(GUARD_ATTRIBUTE) !== state) {
       node.setAttribute(GUARD_ATTRIBUTE, state);
     }

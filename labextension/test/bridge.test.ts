@@ -22,23 +22,23 @@ describe('inbound', () => {
   const request = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'destroy' } };
 
   it('acts only on what its own frame sends', () => {
-    expect(inbound(own, own, request, PROXY_READY)).toEqual({
+    expect(inbound(own, own, request)).toEqual({
       kind: 'request',
       id: 3,
       method: 'tools/call',
       params: { name: 'destroy' }
     });
-    expect(inbound(other, own, request, PROXY_READY)).toBeNull();
-    expect(inbound(null, own, request, PROXY_READY)).toBeNull();
-    expect(inbound(own, null, request, PROXY_READY)).toBeNull(); // no frame (yet): nothing is its
-    expect(inbound(undefined, undefined, request, PROXY_READY)).toBeNull();
+    expect(inbound(other, own, request)).toBeNull();
+    expect(inbound(null, own, request)).toBeNull();
+    expect(inbound(own, null, request)).toBeNull(); // no frame (yet): nothing is its
+    expect(inbound(undefined, undefined, request)).toBeNull();
   });
 
   it('tells the proxy’s ready, requests and notifications apart, and ignores anything else', () => {
-    expect(inbound(own, own, { jsonrpc: '2.0', method: PROXY_READY, params: {} }, PROXY_READY)).toEqual({
+    expect(inbound(own, own, { jsonrpc: '2.0', method: PROXY_READY, params: {} })).toEqual({
       kind: 'proxy-ready'
     });
-    expect(inbound(own, own, { jsonrpc: '2.0', method: 'ui/notifications/size-changed' }, PROXY_READY)).toEqual({
+    expect(inbound(own, own, { jsonrpc: '2.0', method: 'ui/notifications/size-changed' })).toEqual({
       kind: 'notification',
       method: 'ui/notifications/size-changed',
       params: {}
@@ -51,9 +51,9 @@ describe('inbound', () => {
       { jsonrpc: '2.0', id: 4, result: {} }, // an answer: the host asks the view nothing
       { jsonrpc: '2.0', id: { forged: 1 }, method: 'tools/call' }
     ]) {
-      expect(inbound(own, own, junk, PROXY_READY)).toBeNull();
+      expect(inbound(own, own, junk)).toBeNull();
     }
-    expect(inbound(own, own, { ...request, params: ['not', 'an', 'object'] }, PROXY_READY)).toMatchObject({
+    expect(inbound(own, own, { ...request, params: ['not', 'an', 'object'] })).toMatchObject({
       params: {}
     });
   });
