@@ -88,7 +88,7 @@ def run(quick: bool) -> Result:
     from anyio.from_thread import start_blocking_portal
 
     import purra_jupyter as pj
-    from purra_jupyter.bindings import call_limits
+    from purra_jupyter._purra.bindings import call_limits
 
     count, rounds = (12, 1) if quick else (600, 3)
     rows = [{"text": f"row {i}"} for i in range(count)]

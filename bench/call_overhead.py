@@ -40,7 +40,7 @@ ARGUMENTS = {"text": "hi"}
 def purra_handler(session: Any, tool: str) -> Any:
     """purra-mcp's registration handler of ``tool`` on the kit's own connection (the same handler every kit
     call runs)."""
-    from purra_jupyter.bindings import call_limits
+    from purra_jupyter._purra.bindings import call_limits
 
     limits = call_limits(session.limits)
     return session.connection.request(
@@ -73,7 +73,7 @@ def required_cpu_us(session: Any, tool: str, count: int) -> float:
     """CPU µs per call of the two things the kit must do that purra-mcp's handler does not let it share: the
     argument check against the binding's contract before an approval (the handler checks again; it takes no
     checked value), and PurrA's identity digest of the arguments that the approval and the log name."""
-    from purra_jupyter.calls import argument_checker, arguments_digest
+    from purra_jupyter._purra.calls import argument_checker, arguments_digest
 
     schema = session.catalog[tool].input_schema
     started = time.process_time()
@@ -88,7 +88,7 @@ def run(quick: bool) -> Result:
     from mcp import types
 
     import purra_jupyter as pj
-    from purra_jupyter import runner
+    from purra_jupyter._base import runner
 
     rounds, block, warmup = (2, 10, 3) if quick else (5, 100, 50)
     config = pj.ServerConfig("bench-echo", command=sys.executable, args=DEMO_ARGS)

@@ -33,8 +33,8 @@ def run(quick: bool) -> Result:
     from anyio.from_thread import start_blocking_portal
 
     import purra_jupyter as pj
-    from purra_jupyter.catalog import digest_of
-    from purra_jupyter.purra_adapter import clear_contract_cache
+    from purra_jupyter._connection.purra_adapter import clear_contract_cache
+    from purra_jupyter._purra.catalog import digest_of
 
     tools, rounds = (32, 1) if quick else (256, 15)
     args = raw_server_args(tools, 10)

@@ -13,26 +13,67 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from .batches import assert_checks
-    from .bindings import allow_any_scope
-    from .config import OAuth, ServerConfig, load_servers
-    from .errors import McpSessionError
-    from .pool import evaluate
-    from .session import McpSession, connect, replay, sessions
+    from ._base.app_rules import ToolApp
+    from ._base.charts import Chart
+    from ._base.config import OAuth, ServerConfig, load_servers
+    from ._base.errors import McpSessionError
+    from ._base.session_log import LogEntry, SessionLog
+    from ._base.transcript import Transcript, TranscriptMessage
+    from ._beside.offerings import Offerings, PromptMessages, ResourceContents
+    from ._beside.views import AppView
+    from ._evaluation.batches import EvaluationSummary, assert_checks
+    from ._evaluation.replays import ReplaySummary
+    from ._purra.bindings import BindingEntry, Bindings, WriteTerms, allow_any_scope
+    from ._purra.catalog import Catalog, ToolVerdict
+    from ._purra.envelope import Envelope, RawResult
+    from ._session.opening import connect, replay
+    from ._session.pool import Engine, evaluate
+    from ._session.registry import sessions
+    from ._session.session import McpSession
+    from ._ui.approval import PendingCall
+    from ._ui.forms import SchemaForm
+    from ._ui.offering_forms import OfferingForm
+    from ._ui.status import SessionStatus
+    from ._ui.views import ViewedCall
 
-# Each public name and the module that defines it.
+# Each public name and the module that defines it: every type a user gets back from the API is here.
 _PUBLIC = {
-    "McpSession": "session",
-    "McpSessionError": "errors",
-    "OAuth": "config",
-    "ServerConfig": "config",
-    "allow_any_scope": "bindings",
-    "assert_checks": "batches",
-    "connect": "session",
-    "evaluate": "pool",
-    "load_servers": "config",
-    "replay": "session",
-    "sessions": "session",
+    "AppView": "_beside.views",
+    "BindingEntry": "_purra.bindings",
+    "Bindings": "_purra.bindings",
+    "Catalog": "_purra.catalog",
+    "Chart": "_base.charts",
+    "Engine": "_session.pool",
+    "Envelope": "_purra.envelope",
+    "EvaluationSummary": "_evaluation.batches",
+    "LogEntry": "_base.session_log",
+    "McpSession": "_session.session",
+    "McpSessionError": "_base.errors",
+    "OAuth": "_base.config",
+    "OfferingForm": "_ui.offering_forms",
+    "Offerings": "_beside.offerings",
+    "PendingCall": "_ui.approval",
+    "PromptMessages": "_beside.offerings",
+    "RawResult": "_purra.envelope",
+    "ReplaySummary": "_evaluation.replays",
+    "ResourceContents": "_beside.offerings",
+    "SchemaForm": "_ui.forms",
+    "ServerConfig": "_base.config",
+    "SessionLog": "_base.session_log",
+    "SessionStatus": "_ui.status",
+    "ToolApp": "_base.app_rules",
+    "ToolVerdict": "_purra.catalog",
+    "Transcript": "_base.transcript",
+    "TranscriptMessage": "_base.transcript",
+    "ViewedCall": "_ui.views",
+    "WriteTerms": "_purra.bindings",
+    "allow_any_scope": "_purra.bindings",
+    "assert_checks": "_evaluation.batches",
+    "connect": "_session.opening",
+    "evaluate": "_session.pool",
+    "load_servers": "_base.config",
+    "replay": "_session.opening",
+    "sessions": "_session.registry",
 }
 
 
@@ -60,18 +101,43 @@ def __dir__() -> list[str]:
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     """``%load_ext purra_jupyter``: register the ``%mcp_*`` magics, and start importing the MCP SDK in a
     background thread (the cell does not wait for it)."""
-    from .magics import McpMagics
-    from .session import warm_up
+    from ._session.opening import warm_up
+    from .magics import MAGICS
 
-    ipython.register_magics(McpMagics(ipython))
+    ipython.register_magics(*(magics(shell=ipython) for magics in MAGICS))
     warm_up()
 
 
 __all__ = [
+    "AppView",
+    "BindingEntry",
+    "Bindings",
+    "Catalog",
+    "Chart",
+    "Engine",
+    "Envelope",
+    "EvaluationSummary",
+    "LogEntry",
     "McpSession",
     "McpSessionError",
     "OAuth",
+    "OfferingForm",
+    "Offerings",
+    "PendingCall",
+    "PromptMessages",
+    "RawResult",
+    "ReplaySummary",
+    "ResourceContents",
+    "SchemaForm",
     "ServerConfig",
+    "SessionLog",
+    "SessionStatus",
+    "ToolApp",
+    "ToolVerdict",
+    "Transcript",
+    "TranscriptMessage",
+    "ViewedCall",
+    "WriteTerms",
     "__version__",
     "allow_any_scope",
     "assert_checks",

@@ -15,13 +15,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .catalog import CALLABLE, NOT_CALLABLE, Catalog, ToolVerdict, check_digest
-from .config import ServerOptions
-from .egress import CliText, cli_text
-from .errors import SERVER_SAID_LABEL, McpSessionError
-from .junit import Case, suite
-from .names import visible
-from .session import connect
+from ._base.config import ServerOptions
+from ._base.egress import CliText, cli_text
+from ._base.errors import SERVER_SAID_LABEL, McpSessionError
+from ._base.junit import Case, suite
+from ._base.visible import visible
+from ._purra.catalog import CALLABLE, NOT_CALLABLE, Catalog, ToolVerdict
+from ._purra.listing import check_digest
+from ._session.opening import connect
 
 EXIT_MET = 0  # the requirement holds
 EXIT_UNMET = 1  # it does not: a required tool is missing or not callable, or the catalog's digest differs

@@ -29,29 +29,31 @@ from IPython.display import display
 from traitlets import Bool, Enum, Float, Int, observe
 from traitlets.config import Configurable
 
-from . import runner
-from .bindings import allow_any_scope
-from .catalog import check_digest
-from .config import ServerConfig, ServerOptions
-from .egress import bundle, cell_text, text_bundle
-from .errors import KEPT_APART, SERVER_SAID_LABEL, McpSessionError
-from .markup import join, pre, tag
-from .offerings import template_variables
-from .session import INSTRUCTIONS_LABEL, McpSession, connect, registry, shown_instructions, with_views_decided
-from .ui.records import TICK_SECONDS, LiveOutput, combined, in_kernel, redraw_while
-from .wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS, LOG_LEVELS, READY, SESSION_EXISTS, STALE
+from ._base import runner
+from ._base.config import ServerConfig, ServerOptions
+from ._base.egress import bundle, cell_text, text_bundle
+from ._base.errors import KEPT_APART, SERVER_SAID_LABEL, McpSessionError
+from ._base.markup import join, pre, tag
+from ._base.wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS, LOG_LEVELS, READY, SESSION_EXISTS, STALE
+from ._beside.offerings import template_variables
+from ._purra.bindings import allow_any_scope
+from ._purra.listing import check_digest
+from ._session.opening import connect, with_views_decided
+from ._session.registry import registry
+from ._session.session import INSTRUCTIONS_LABEL, McpSession, shown_instructions
+from ._ui.records import TICK_SECONDS, LiveOutput, combined, in_kernel, redraw_while
 
 if TYPE_CHECKING:
     import pandas as pd
     from IPython.core.interactiveshell import InteractiveShell
 
-    from .catalog import Catalog
-    from .connection import SessionLog
-    from .envelope import Envelope, RawResult
-    from .offerings import Offerings, PromptMessages, ResourceContents
-    from .ui.approval import PendingCall
-    from .ui.forms import SchemaForm
-    from .ui.offerings import OfferingForm
+    from ._beside.offerings import Offerings, PromptMessages, ResourceContents
+    from ._connection.connection import SessionLog
+    from ._purra.catalog import Catalog
+    from ._purra.envelope import Envelope, RawResult
+    from ._ui.approval import PendingCall
+    from ._ui.forms import SchemaForm
+    from ._ui.offering_forms import OfferingForm
 
 # The codes of mistakes in what the user wrote; every other code is a failure at run time.
 USAGE_CODES = (CONFIG_INVALID, INVALID_ARGUMENTS)
@@ -314,8 +316,17 @@ def _apply_to_open_sessions(setting: str, apply: Callable[[McpSession], None]) -
         print(f"{setting} applies to new sessions and to the open ones: {names}.")
 
 
+class ShellMagics(Magics):
+    """Magics made with their shell (``Magics`` allows it to be None)."""
+
+    @property
+    def _shell(self) -> InteractiveShell:
+        assert self.shell is not None
+        return self.shell
+
+
 @magics_class
-class McpMagics(Magics, Configurable):
+class McpMagics(ShellMagics, Configurable):
     """Magics for MCP sessions; ``%config McpMagics.timeout = 60`` and friends set their defaults."""
 
     timeout = Float(30.0, config=True, help="seconds a server has to answer (connect and each request)")
@@ -338,12 +349,6 @@ class McpMagics(Magics, Configurable):
     @observe("timeout")
     def _timeout_changed(self, change: dict[str, Any]) -> None:
         _apply_to_open_sessions(f"timeout {change['new']:g} s", lambda s: s.set_timeout(change["new"]))
-
-    @property
-    def _shell(self) -> InteractiveShell:
-        """``self.shell``, which ``Magics`` allows to be None: these magics are made with their shell."""
-        assert self.shell is not None
-        return self.shell
 
     # --- sessions ----------------------------------------------------------------------------
 
@@ -461,6 +466,23 @@ class McpMagics(Magics, Configurable):
             print("No open sessions. Open one with %mcp_connect NAME -- COMMAND (or --url URL).")
             return None
         return _sessions_frame(sessions).head(self.max_rows)
+
+    @line_magic
+    @magic_arguments()
+    @argument("name", help="the session")
+    def mcp_log(self, line: str) -> SessionLog | MagicHelp:
+        """The session's event log (connect, list, bind, approvals, calls, stderr, close ...): its last rows
+        (``McpMagics.max_rows``); ``s.log.to_frame()`` has them all as a DataFrame."""
+        args = parse(self.mcp_log, line)
+        if isinstance(args, MagicHelp):
+            return args
+        with _one_line_errors():
+            return registry.get(args.name).log.last(self.max_rows)
+
+
+@magics_class
+class ToolMagics(ShellMagics):
+    """The magics of a session's tools: its catalog, bindings, calls and batches."""
 
     # --- catalog and bindings ----------------------------------------------------------------
 
@@ -601,17 +623,10 @@ class McpMagics(Magics, Configurable):
                 timeout=args.timeout, check=check, raw=args.raw, checkpoint=args.checkpoint,
             )  # fmt: skip
 
-    @line_magic
-    @magic_arguments()
-    @argument("name", help="the session")
-    def mcp_log(self, line: str) -> SessionLog | MagicHelp:
-        """The session's event log (connect, list, bind, approvals, calls, stderr, close ...): its last rows
-        (``McpMagics.max_rows``); ``s.log.to_frame()`` has them all as a DataFrame."""
-        args = parse(self.mcp_log, line)
-        if isinstance(args, MagicHelp):
-            return args
-        with _one_line_errors():
-            return registry.get(args.name).log.last(self.max_rows)
+
+@magics_class
+class OfferingMagics(ShellMagics):
+    """The magics of what a server offers besides tools (raw exploration, outside the PurrA contract)."""
 
     # --- what the server offers besides tools (raw exploration) -------------------------------------
 
@@ -695,6 +710,10 @@ class McpMagics(Magics, Configurable):
             if session.prompts[args.prompt].get("arguments"):
                 return session.prompt_form(args.prompt)
             return session.get_prompt(args.prompt)
+
+
+# Every class of magics ``%load_ext purra_jupyter`` registers; ``McpMagics`` holds the ``%config`` options.
+MAGICS = (McpMagics, ToolMagics, OfferingMagics)
 
 
 class Listings(tuple[Any, ...]):

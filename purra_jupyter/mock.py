@@ -23,11 +23,11 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from .errors import McpSessionError
-from .names import visible
-from .purra_adapter import canonical_json
-from .transcript import SavedTranscript, load
-from .untrusted import Line, json_line, parsed_lines
+from ._base.errors import McpSessionError
+from ._base.transcript import SavedTranscript, load
+from ._base.untrusted import Line, json_line, parsed_lines
+from ._base.visible import visible
+from ._connection.purra_adapter import canonical_json
 
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601

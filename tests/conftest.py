@@ -27,20 +27,38 @@ from purra.contracts import ToolPolicy
 from purra_mcp import McpToolBinding, McpWriteToolBinding, discover_mcp_tools, discover_mcp_write_tools
 
 import purra_jupyter as pj
-from purra_jupyter.bindings import call_limits
-from purra_jupyter.catalog import default_local_name
+from purra_jupyter._purra.bindings import call_limits
+from purra_jupyter._purra.catalog import default_local_name
 from purra_jupyter.demo import LISTENING_PREFIX
 
 ROOT = Path(__file__).parent.parent
 SERVERS = Path(__file__).parent / "servers"
 
 
+# The parts of the suite that ``scripts/test --fast`` leaves out (each a marker, by module): real browsers, the Binder
+# environment, the docs build and the published npm servers (a test of another module that uses one carries the
+# marker itself). The rest is the core, the loop to run while working.
+SLOW_PARTS = {
+    "test_browser": "browser",
+    "test_views": "browser",
+    "test_binder": "binder",
+    "test_docs": "docs",
+    "test_published_servers": "published",
+    "test_conformance": "published",  # the MCP conformance suite, from npm
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """With pytest-xdist (scripts/test runs two workers), the tests that use the Binder environment run on one
-    worker, so that it is built once per run, not once per worker."""
+    """Mark the slow parts (``SLOW_PARTS``); with pytest-xdist (scripts/test runs two workers), the tests that use
+    the Binder environment run on one worker, so that it is built once per run, not once per worker."""
     for item in items:
+        part = SLOW_PARTS.get(item.path.stem)
+        if part is not None:
+            item.add_marker(getattr(pytest.mark, part))
         params = getattr(getattr(item, "callspec", None), "params", {})
         if "binder_env" in getattr(item, "fixturenames", ()) or params.get("lab") == "lab-4.4-binder":
+            item.add_marker(pytest.mark.binder)
             item.add_marker(pytest.mark.xdist_group("binder"))
 
 

@@ -17,10 +17,8 @@ from conftest import assert_safe, wait_until
 from mcp.server.lowlevel import Server
 
 import purra_jupyter as pj
-from purra_jupyter.activity import LINES_KEPT, LINES_PER_TICK
-from purra_jupyter.calls import TASK_REQUIRED_NOTE
-from purra_jupyter.ui.records import ACTIVITY_LABEL
-from purra_jupyter.wire import (
+from purra_jupyter._base.activity import LINES_KEPT, LINES_PER_TICK
+from purra_jupyter._base.wire import (
     CONFIG_INVALID,
     DONE,
     EVENT_SERVER_LOG,
@@ -31,6 +29,8 @@ from purra_jupyter.wire import (
     TOOL_ERROR,
     WIDGET_MIME,
 )
+from purra_jupyter._purra.calls import TASK_REQUIRED_NOTE
+from purra_jupyter._ui.records import ACTIVITY_LABEL
 
 EVERYTHING = Path(__file__).parent / "servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
@@ -176,6 +176,7 @@ def everything() -> Any:
         yield session
 
 
+@pytest.mark.published  # a published MCP server from npm
 def test_server_everything_reports_its_progress_under_the_running_call(everything: Any) -> None:
     pending = everything.call("trigger-long-running-operation", {"duration": 2, "steps": 4}, raw=True)
     pending.approve()
@@ -188,6 +189,7 @@ def test_server_everything_reports_its_progress_under_the_running_call(everythin
     assert pending.result.ok and pending.activity.view.progress.words() == "progress 4 of 4 (100%)"
 
 
+@pytest.mark.published  # a published MCP server from npm
 def test_simulate_research_query_runs_as_a_task_to_completion(
     everything: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -202,6 +204,7 @@ def test_simulate_research_query_runs_as_a_task_to_completion(
     assert events[1].endswith(" completed")
 
 
+@pytest.mark.published  # a published MCP server from npm
 def test_a_task_cancelled_with_the_button_is_cancelled_on_the_server(everything: Any) -> None:
     pending = everything.call("simulate-research-query", {"topic": "dogs"}, raw=True, task=True)
     assert WIDGET_MIME in pending._repr_mimebundle_()
@@ -214,6 +217,7 @@ def test_a_task_cancelled_with_the_button_is_cancelled_on_the_server(everything:
     assert everything.log.events(EVENT_TASK)[-1].detail.endswith("cancelled on the server (cancelled)")
 
 
+@pytest.mark.published  # a published MCP server from npm
 def test_a_task_that_outlives_its_timeout_is_cancelled_on_the_server(everything: Any) -> None:
     result = everything.call("simulate-research-query", {"topic": "slow"}, raw=True, task=True, approve=True,
                              timeout=1.5)  # fmt: skip
@@ -222,12 +226,14 @@ def test_a_task_that_outlives_its_timeout_is_cancelled_on_the_server(everything:
     assert everything.ping() > 0  # the session goes on
 
 
+@pytest.mark.published  # a published MCP server from npm
 def test_a_task_required_tool_called_without_a_task_says_how_to_run_it(everything: Any) -> None:
     result = everything.call("simulate-research-query", {"topic": "x"}, raw=True, approve=True)
     assert result.error_code == TOOL_ERROR and result.message == TASK_REQUIRED_NOTE
     assert "requires task augmentation" in result.content[0]["text"]
 
 
+@pytest.mark.published  # a published MCP server from npm
 def test_mcp_call_task_runs_the_task_from_the_magic(ip: Any) -> None:
     session = ip.run_line_magic("mcp_connect", f"ev -- node {EVERYTHING} stdio")
     try:

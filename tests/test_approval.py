@@ -8,8 +8,8 @@ import pytest
 from conftest import assert_safe, demo_in_memory, raw_config, server_said, wait_until
 
 import purra_jupyter as pj
-from purra_jupyter.ui.approval import HINTS_LABEL, PendingCall
-from purra_jupyter.wire import WIDGET_MIME, WIDGET_VIEW_MIME
+from purra_jupyter._base.wire import WIDGET_MIME, WIDGET_VIEW_MIME
+from purra_jupyter._ui.approval import HINTS_LABEL, PendingCall
 
 
 @pytest.fixture

@@ -19,11 +19,11 @@ from conftest import assert_safe, demo_in_memory
 from mcp.server.lowlevel import Server
 
 import purra_jupyter as pj
-from purra_jupyter.app_meta import EXTENSION, VIEW_MIME
-from purra_jupyter.apps import NO_VIEWER, VIEW_LABEL, VIEW_MAX_BYTES, check_view_request
-from purra_jupyter.errors import McpSessionError
-from purra_jupyter.ui.apps import PENDING_MAX, ViewedCall
-from purra_jupyter.wire import APP_MIME, APP_REFUSED, APP_UNAVAILABLE, CONFIG_INVALID, EVENT_APP
+from purra_jupyter._base.app_rules import EXTENSION, VIEW_MIME
+from purra_jupyter._base.errors import McpSessionError
+from purra_jupyter._base.wire import APP_MIME, APP_REFUSED, APP_UNAVAILABLE, CONFIG_INVALID, EVENT_APP
+from purra_jupyter._beside.views import NO_VIEWER, VIEW_LABEL, VIEW_MAX_BYTES, check_view_request
+from purra_jupyter._ui.views import PENDING_MAX, ViewedCall
 
 ROOT = Path(__file__).parent.parent
 MODULES = ROOT / "tests" / "servers" / "node_modules" / "@modelcontextprotocol"
@@ -105,11 +105,11 @@ def told_capabilities(session: pj.McpSession) -> dict[str, Any]:
 def test_the_extension_is_advertised_only_when_views_are_on() -> None:
     with connect(views=True) as on:
         assert told_capabilities(on)["extensions"] == {EXTENSION: {"mimeTypes": [VIEW_MIME]}}
-        assert on.connection.views
+        assert on.config.views
     with connect(views=False) as off, connect(views=None, name="default") as default:  # outside a kernel, None is off
         for session in (off, default):
             assert "extensions" not in told_capabilities(session)
-            assert not session.connection.views
+            assert not session.config.views
     assert "views=True" in repr(pj.ServerConfig("apps", server=AppServer(), views=True))
 
 
@@ -233,6 +233,7 @@ def test_the_demo_server_has_a_view_of_its_own() -> None:
     ("package", "tool", "app_only"),
     [("server-basic-vanillajs", "get-time", False), ("server-system-monitor", "poll-system-stats", True)],
 )
+@pytest.mark.published  # a published MCP server from npm
 def test_published_example_servers_views_over_stdio(package: str, tool: str, app_only: bool) -> None:
     config = pj.ServerConfig(package, command="node", args=[str(MODULES / package / "dist" / "index.js"), "--stdio"],
                              views=True)  # fmt: skip

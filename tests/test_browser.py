@@ -28,11 +28,19 @@ import nbformat
 import pytest
 from conftest import BINDER_BUILD_GUARD, execute_notebook, follow_authorization, oauth_server, stop_tree
 
-from purra_jupyter.catalog import CALLABLE_UNDER
-from purra_jupyter.envelope import EFFECT_NOTES, ENVELOPE_KIND, IMAGE_ALT, RAW_LABEL, SERVER_WORDS, Envelope, RawResult
-from purra_jupyter.ui.records import widget_labels
-from purra_jupyter.ui.status import AGAIN as STATUS_AGAIN
-from purra_jupyter.wire import COMMITTED, ENVELOPE_MIME, RAW_RESULT_MIME, UNKNOWN, WIDGET_MIME
+from purra_jupyter._base.wire import COMMITTED, ENVELOPE_MIME, RAW_RESULT_MIME, UNKNOWN, WIDGET_MIME
+from purra_jupyter._purra.catalog import CALLABLE_UNDER
+from purra_jupyter._purra.envelope import (
+    EFFECT_NOTES,
+    ENVELOPE_KIND,
+    IMAGE_ALT,
+    RAW_LABEL,
+    SERVER_WORDS,
+    Envelope,
+    RawResult,
+)
+from purra_jupyter._ui.records import widget_labels
+from purra_jupyter._ui.status import AGAIN as STATUS_AGAIN
 
 try:
     from playwright.sync_api import expect, sync_playwright

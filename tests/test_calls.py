@@ -20,8 +20,10 @@ from purra.contracts import ToolPolicy
 from purra_mcp import McpToolBinding, discover_mcp_tools
 
 import purra_jupyter as pj
-from purra_jupyter.bindings import call_limits
-from purra_jupyter.envelope import (
+from purra_jupyter._base.markup import escape
+from purra_jupyter._base.wire import ENVELOPE_MIME, RAW_RESULT_MIME
+from purra_jupyter._purra.bindings import call_limits
+from purra_jupyter._purra.envelope import (
     EFFECT_NOTES,
     ENVELOPE_KIND,
     IMAGE_ALT,
@@ -30,8 +32,6 @@ from purra_jupyter.envelope import (
     Envelope,
     RawResult,
 )
-from purra_jupyter.markup import escape
-from purra_jupyter.wire import ENVELOPE_MIME, RAW_RESULT_MIME
 
 EMPTY = {"text": [], "structured": None}
 

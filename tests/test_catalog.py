@@ -19,7 +19,8 @@ from purra.contracts import ToolPolicy
 from purra_mcp import McpAdapterError, McpCatalogMonitor, McpToolBinding, McpToolLimits, discover_mcp_tools
 
 import purra_jupyter as pj
-from purra_jupyter.catalog import (
+from purra_jupyter._base.wire import CATALOG_MIME
+from purra_jupyter._purra.catalog import (
     CALLABLE,
     CALLABLE_UNDER,
     DROPPED,
@@ -28,7 +29,6 @@ from purra_jupyter.catalog import (
     catalog_labels,
     default_local_name,
 )
-from purra_jupyter.wire import CATALOG_MIME
 
 DEMO_COMPATIBLE = {
     "search_documents", "get_document", "echo", "add", "sleep", "tiny_image", "fail", "toggle_extra_tool",

@@ -13,14 +13,15 @@ from pathlib import Path
 
 import nbformat
 import numpy
+import pytest
 from conftest import demo_in_memory, execute_notebook, unsafe_markup
 from matplotlib.figure import Figure
 from PIL import Image
 from test_published_servers import EVERYTHING
 
 import purra_jupyter as pj
-from purra_jupyter.catalog import reason_keyword
-from purra_jupyter.charts import CARD, DPI, WIDTH_INCHES, latency_and_outcomes, latency_drawing, refusal_reasons
+from purra_jupyter._base.charts import CARD, DPI, WIDTH_INCHES, latency_and_outcomes, latency_drawing, refusal_reasons
+from purra_jupyter._purra.catalog import reason_keyword
 
 IMG = re.compile(r"<img src=['\"]data:image/png;base64,([A-Za-z0-9+/=]+)['\"] alt=['\"]([^'\"]*)['\"]")
 
@@ -65,6 +66,7 @@ def test_the_chart_marks_the_summarys_own_percentiles() -> None:
     assert f"p50 {summary.p50_ms:.1f} ms, p95 {summary.p95_ms:.1f} ms" in repr(summary)
 
 
+@pytest.mark.published  # a published MCP server from npm
 def test_a_catalogs_refusal_reasons_as_a_picture() -> None:
     config = pj.ServerConfig("everything", command="node", args=[str(EVERYTHING), "stdio"])
     with pj.connect(config) as everything:

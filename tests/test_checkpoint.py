@@ -13,8 +13,8 @@ import pytest
 from conftest import HANG_GUARD, demo_in_memory, wait_until
 
 import purra_jupyter as pj
-from purra_jupyter.checkpoint import Checkpoint
-from purra_jupyter.wire import CONFIG_INVALID
+from purra_jupyter._base.wire import CONFIG_INVALID
+from purra_jupyter._evaluation.checkpoint import Checkpoint
 
 ROWS = [{"text": f"row {i}"} for i in range(20)] + [{"text": "same"}, {"text": "same"}]  # two rows ask the same
 

@@ -16,9 +16,9 @@ from test_published_servers import EVERYTHING
 from test_untrusted import untrusted_http
 
 import purra_jupyter as pj
+from purra_jupyter._base.errors import SERVER_SAID_LABEL
+from purra_jupyter._base.wire import CONFIG_INVALID, CONNECT_FAILED
 from purra_jupyter.cli import EXIT_MET, EXIT_UNCHECKED, EXIT_UNMET, main
-from purra_jupyter.errors import SERVER_SAID_LABEL
-from purra_jupyter.wire import CONFIG_INVALID, CONNECT_FAILED
 
 BIN = Path(sys.executable).parent
 SCRIPT = BIN / "purra-jupyter"
@@ -77,6 +77,7 @@ def test_the_json_report_holds_each_tools_verdict_as_the_catalog_has_it(capsys: 
         assert tool["callable"] == (not tool["reasons"]) == (tool["refusal"] is None)
 
 
+@pytest.mark.published  # a published MCP server from npm
 def test_server_everything_unmet_and_its_junit_report(capsys: pytest.CaptureFixture[str]) -> None:
     """Its draft-07 schemas are outside the profile: unmet; the JUnit XML has a failing case per such tool."""
     code, out = check(capsys, "--format", "junit", "--server", "everything", *SERVER_EVERYTHING)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import purra_jupyter as pj
-from purra_jupyter.config import Scrubber, ServerConfig, load_servers
+from purra_jupyter._base.config import Scrubber, ServerConfig, load_servers
 
 SECRET = "s3cr3t-token-value"
 

@@ -18,12 +18,12 @@ import pytest
 from conftest import HANG_GUARD, demo_in_memory
 
 import purra_jupyter as pj
-from purra_jupyter.checkpoint import CHECKS, Checkpoint
+from purra_jupyter._base.transcript import load
+from purra_jupyter._base.untrusted import MAX_DEPTH, MAX_INT_DIGITS, json_line
+from purra_jupyter._base.wire import CONFIG_INVALID
+from purra_jupyter._evaluation.checkpoint import CHECKS, Checkpoint
+from purra_jupyter._purra.envelope import Envelope, RawResult
 from purra_jupyter.demo.server import build_server
-from purra_jupyter.envelope import Envelope, RawResult
-from purra_jupyter.transcript import load
-from purra_jupyter.untrusted import MAX_DEPTH, MAX_INT_DIGITS, json_line
-from purra_jupyter.wire import CONFIG_INVALID
 
 SEPARATORS = "a\u2028b\u2029c\x85d"  # what str.splitlines (and old JavaScript) split a line at
 DIGITS = "1" * 5_000  # an integer over the parser's bound

@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 from conftest import execute_notebook
 
-from purra_jupyter.batches import RESULT_COLUMNS
-from purra_jupyter.catalog import FRAME_COLUMNS
+from purra_jupyter._evaluation.batches import RESULT_COLUMNS
+from purra_jupyter._purra.catalog import FRAME_COLUMNS
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()

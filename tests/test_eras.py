@@ -16,11 +16,11 @@ import pytest
 from conftest import HANG_GUARD, SERVERS, children, raw_config, stop_tree, wait_until
 
 import purra_jupyter as pj
-from purra_jupyter.connection import Connection
-from purra_jupyter.errors import KEPT_APART
-from purra_jupyter.sdk_errors import accepted_versions
-from purra_jupyter.session import transport_for
-from purra_jupyter.tracking import Deadline
+from purra_jupyter._base.errors import KEPT_APART
+from purra_jupyter._connection.connection import Connection
+from purra_jupyter._connection.seam import accepted_versions
+from purra_jupyter._connection.tracking import Deadline
+from purra_jupyter._session.opening import transport_for
 
 TIMEOUT = 4.0  # each era server's configured timeout, in seconds
 PURRA_MCP = f"purra-mcp {version('purra-mcp')}"

@@ -14,9 +14,9 @@ import pytest
 from conftest import HANG_GUARD, demo_in_memory, interrupt_when, server_said, wait_until
 
 import purra_jupyter as pj
-from purra_jupyter.batches import EvaluationSummary
-from purra_jupyter.envelope import Envelope, RawResult
-from purra_jupyter.ui.approval import PendingCall
+from purra_jupyter._evaluation.batches import EvaluationSummary
+from purra_jupyter._purra.envelope import Envelope, RawResult
+from purra_jupyter._ui.approval import PendingCall
 
 RESULT_COLUMNS = ["ok", "error_code", "effect_state", "text", "structured", "elapsed_ms", "message"]
 NA = pd.NA

@@ -17,8 +17,8 @@ import pytest
 from conftest import HANG_GUARD, SERVERS, children, demo_config, raw_config, wait_until
 
 import purra_jupyter as pj
-from purra_jupyter.errors import KEPT_APART
-from purra_jupyter.ui.approval import PendingCall
+from purra_jupyter._base.errors import KEPT_APART
+from purra_jupyter._ui.approval import PendingCall
 
 TIMEOUT = 2.0  # each faulty session's configured timeout, in seconds
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from purra_mcp import McpAdapterError, McpToolLimits, _remote_contract
 
 import purra_jupyter as pj
-from purra_jupyter.calls import argument_checker
-from purra_jupyter.ui.approval import PendingCall
-from purra_jupyter.ui.forms import (
+from purra_jupyter._purra.calls import argument_checker
+from purra_jupyter._ui.approval import PendingCall
+from purra_jupyter._ui.forms import (
     UNSET_LABEL,
     ArrayField,
     BooleanField,

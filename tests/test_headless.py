@@ -15,7 +15,7 @@ import pytest
 from conftest import demo_in_memory
 
 import purra_jupyter as pj
-from purra_jupyter.wire import CHECKS_FAILED, CONFIG_INVALID
+from purra_jupyter._base.wire import CHECKS_FAILED, CONFIG_INVALID
 
 ROWS = [
     {"query": "PurrA", "limit": 2},

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from mcp import types
 from purra_mcp import McpToolLimits
 
-from purra_jupyter import purra_adapter
-from purra_jupyter.catalog import DRAFT_2020_12, verdict_of
+from purra_jupyter._connection import purra_adapter
+from purra_jupyter._purra.listing import verdict_of
+from purra_jupyter._purra.reasons import DRAFT_2020_12
 
 LIMITS = McpToolLimits()
 NAMES = st.sampled_from(["a", "b", "c"])

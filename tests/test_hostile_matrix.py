@@ -1,4 +1,4 @@
-"""The standing hostile matrix: every surface server data reaches (``purra_jupyter.surfaces``) × every attack class.
+"""The standing hostile matrix: every surface server data reaches (``_base.surfaces``) × every attack class.
 
 A hostile server (``tests/servers/untrusted_server.py``) puts one hostile text everywhere it can (tool names, titles,
 descriptions, schemas, instructions, server info, log lines, progress, task status, results, errors, stderr,
@@ -34,8 +34,8 @@ from conftest import ROOT, SERVERS, descendants, stop_tree, unsafe_markup, wait_
 from IPython.utils.capture import capture_output
 
 import purra_jupyter as pj
-from purra_jupyter.egress import cell_text
-from purra_jupyter.surfaces import CELL_TEXT, CLI, DATA, FILE, HTML, SURFACES, WIRE
+from purra_jupyter._base.egress import cell_text
+from purra_jupyter._base.surfaces import CELL_TEXT, CLI, DATA, FILE, HTML, SURFACES, WIRE
 
 UNTRUSTED = SERVERS / "untrusted_server.py"
 # A DataFrame the kit returns: the person's data, its values exactly the server's; pandas escapes its HTML.
@@ -468,12 +468,12 @@ def test_what_is_not_a_secret_is_not_scrubbed(exercised: Callable[[str], Shown],
 WRITERS = {"bundle", "text_bundle", "cell_text", "cli_text", "json_line", "emit", "widget_bundle"}
 # Places that write only the kit's own words (or the person's config), no server data: why each is safe.
 KIT_WORDS = {
-    "config.OAuth": "the person's OAuth settings, secrets as ***",
-    "config.ServerConfig": "the person's server config, secrets as ***",
+    "_base.config.OAuth": "the person's OAuth settings, secrets as ***",
+    "_base.config.ServerConfig": "the person's server config, secrets as ***",
     "magics.MagicHelp": "a magic's usage text",
-    "transcript.Transcript": "the server's config name and counts",
-    "egress": "the egress itself",
-    "ui.records.LiveOutput": "what it is given, made elsewhere",
+    "_base.transcript.Transcript": "the server's config name and counts",
+    "_base.egress": "the egress itself",
+    "_ui.records.LiveOutput": "what it is given, made elsewhere",
 }
 
 
@@ -502,8 +502,8 @@ def places_that_write() -> set[str]:
 def test_every_place_that_writes_is_a_surface() -> None:
     named = {place for surface in SURFACES.values() for place in surface.places}
     missing = {place for place in places_that_write() if place not in named and place not in KIT_WORDS
-               and place.split(".")[0] not in KIT_WORDS}  # fmt: skip
-    assert not missing, f"places that write to a medium and are no surface of purra_jupyter/surfaces.py: {missing}"
+               and place.rsplit(".", 1)[0] not in KIT_WORDS}  # fmt: skip
+    assert not missing, f"places that write to a medium and are no surface of _base/surfaces.py: {missing}"
 
 
 # --- attacks that need a session of their own ----------------------------------------------------------------------

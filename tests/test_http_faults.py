@@ -28,8 +28,8 @@ import pytest
 from conftest import HANG_GUARD, ROOT, SERVERS, stop_tree, wait_until
 
 import purra_jupyter as pj
-from purra_jupyter import runner
-from purra_jupyter.http_transport import CLOSE_GRACE
+from purra_jupyter._base import runner
+from purra_jupyter._transports.http import CLOSE_GRACE
 
 # Each session's timeout: every request's deadline, and connect's. Whether a fault ended a wait at once or at
 # this deadline is told by its code (mcp_timeout only at the deadline), not by how long it took: the waits are

@@ -183,7 +183,7 @@ def test_a_connect_while_the_warm_up_runs_waits_for_it_and_works(
 
 
 def test_a_failed_warm_up_is_logged_and_the_connect_imports_as_before(caplog: pytest.LogCaptureFixture) -> None:
-    from purra_jupyter.session import warm_up
+    from purra_jupyter._session.opening import warm_up
 
     with caplog.at_level("WARNING", logger="purra_jupyter"):
         warm_up(("purra_jupyter_no_such_module", "mcp")).join(timeout=60)

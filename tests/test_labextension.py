@@ -10,9 +10,9 @@ import zipfile
 from importlib.metadata import version
 from pathlib import Path
 
-from purra_jupyter.catalog import catalog_labels
-from purra_jupyter.envelope import envelope_labels, raw_result_labels
-from purra_jupyter.ui.records import widget_labels
+from purra_jupyter._purra.catalog import catalog_labels
+from purra_jupyter._purra.envelope import envelope_labels, raw_result_labels
+from purra_jupyter._ui.records import widget_labels
 
 ROOT = Path(__file__).parent.parent
 NAME = "purra-jupyter-renderers"
@@ -27,7 +27,8 @@ def test_jupyter_lists_the_extension_enabled_and_ok() -> None:
     assert re.search(rf"{NAME} v{re.escape(VERSION)} enabled\s+OK \(python, purra-jupyter\)", text), text
 
 
-def test_the_wheel_carries_the_prebuilt_extension(tmp_path: Path) -> None:
+def test_the_wheel_carries_the_prebuilt_extension_and_its_types(tmp_path: Path) -> None:
+    """The extension, prebuilt; and ``py.typed``, so a user's type checker reads the package's annotations."""
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(tmp_path), str(ROOT)],
         check=True,
@@ -38,6 +39,7 @@ def test_the_wheel_carries_the_prebuilt_extension(tmp_path: Path) -> None:
     prefix = f"purra_jupyter-{VERSION}.data/data/share/jupyter/labextensions/{NAME}/"
     assert f"{prefix}package.json" in names and f"{prefix}install.json" in names
     assert any(name.startswith(f"{prefix}static/remoteEntry.") for name in names)
+    assert "purra_jupyter/py.typed" in names
 
 
 def test_the_version_is_written_in_one_tracked_file() -> None:

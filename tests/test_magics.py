@@ -14,12 +14,12 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import purra_jupyter as pj
-from purra_jupyter.egress import cell_text
-from purra_jupyter.envelope import Envelope, RawResult
+from purra_jupyter._base.egress import cell_text
+from purra_jupyter._purra.envelope import Envelope, RawResult
+from purra_jupyter._session.session import INSTRUCTIONS_LABEL
+from purra_jupyter._ui.approval import PendingCall
+from purra_jupyter._ui.forms import SchemaForm
 from purra_jupyter.magics import SERVER_SAID_LABEL, MagicHelp
-from purra_jupyter.session import INSTRUCTIONS_LABEL
-from purra_jupyter.ui.approval import PendingCall
-from purra_jupyter.ui.forms import SchemaForm
 
 MAGICS = [
     "mcp_connect",
@@ -327,7 +327,7 @@ def test_config_views_turns_tools_views_on_for_new_sessions_and_a_rerun_still_re
     extension advertised, list_notes' call shows its view), and a rerun of the same line takes that session."""
     off = ip.run_line_magic("mcp_connect", DEMO)
     try:
-        assert off.config.views is False and not off.connection.views
+        assert off.config.views is False
         assert ip.run_line_magic("mcp_connect", DEMO) is off  # the session's decided views are its config's
     finally:
         off.close()
@@ -335,7 +335,7 @@ def test_config_views_turns_tools_views_on_for_new_sessions_and_a_rerun_still_re
     try:
         on = ip.run_line_magic("mcp_connect", DEMO)
         try:
-            assert on.connection.views
+            assert on.config.views
             capsys.readouterr()
             assert ip.run_line_magic("mcp_connect", DEMO) is on
             assert "reusing the open session 'demo'" in capsys.readouterr().out
@@ -404,8 +404,8 @@ def test_sessions_with_none_open_says_so(ip: InteractiveShell, capsys: pytest.Ca
 def test_resources_and_prompts_magics_show_what_the_server_offers(
     ip: InteractiveShell, demo: pj.McpSession, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from purra_jupyter.offerings import Offerings, PromptMessages, ResourceContents
-    from purra_jupyter.ui.offerings import OfferingForm
+    from purra_jupyter._beside.offerings import Offerings, PromptMessages, ResourceContents
+    from purra_jupyter._ui.offering_forms import OfferingForm
 
     both = ip.run_line_magic("mcp_resources", "demo")
     assert [len(listing) for listing in both] == [9, 1]

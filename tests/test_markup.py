@@ -1,4 +1,4 @@
-"""The HTML builder (``purra_jupyter.markup``): text and attribute values escaped by construction, ``Html`` kept,
+"""The HTML builder (``purra_jupyter._base.markup``): text and attribute values escaped by construction, ``Html`` kept,
 a plain ``str`` never trusted; and no module but the builder writes a tag or escapes by hand."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from markupsafe import Markup
 
 import purra_jupyter as pj
-from purra_jupyter.demo.server import build_server
-from purra_jupyter.markup import (
+from purra_jupyter._base.markup import (
     CELL,
     DOCTYPE,
     WRAPPED_CELL,
@@ -30,7 +29,8 @@ from purra_jupyter.markup import (
     th,
     trusted,
 )
-from purra_jupyter.names import readable
+from purra_jupyter._base.visible import readable
+from purra_jupyter.demo.server import build_server
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 QUOTES = "' onmouseover='alert(1)' x=\" y=\""
@@ -190,7 +190,7 @@ def _module_findings(path: str, source: str) -> list[str]:
         elif isinstance(node, ast.Import | ast.ImportFrom):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
             if any(name.split(".")[0] in ("html", "markupsafe") for name in names):
-                found.append((node.lineno, f"imports {names[0]} (escape through purra_jupyter.markup)"))
+                found.append((node.lineno, f"imports {names[0]} (escape through purra_jupyter._base.markup)"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
             name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
             if name in ("Html", "Markup"):
@@ -202,7 +202,7 @@ def test_no_module_but_the_builder_writes_a_tag_or_escapes_by_hand() -> None:
     package = ROOT / "purra_jupyter"
     findings = []
     for path in sorted(package.rglob("*.py")):
-        if path != package / "markup.py":
+        if path != package / "_base" / "markup.py":
             findings += _module_findings(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
     assert findings == []
 
@@ -220,8 +220,8 @@ def test_the_scan_finds_what_it_is_for() -> None:
     )
     found = _module_findings("m.py", source)
     assert [line.split(": ", 1)[1].split(":")[0] for line in found] == [
-        "imports html (escape through purra_jupyter.markup)",
-        "imports markupsafe (escape through purra_jupyter.markup)",
+        "imports html (escape through purra_jupyter._base.markup)",
+        "imports markupsafe (escape through purra_jupyter._base.markup)",
         "a tag in a string",
         "a tag in a string",
         "a tag in a string",

@@ -9,8 +9,9 @@ import pytest
 from conftest import wait_until
 
 import purra_jupyter as pj
-from purra_jupyter import calls, runner
-from purra_jupyter.bindings import Bindings
+from purra_jupyter._base import runner
+from purra_jupyter._purra import calls
+from purra_jupyter._purra.bindings import Bindings
 from purra_jupyter.demo.server import BASE_TOOL_NAMES, build_server
 
 
@@ -157,7 +158,7 @@ def test_a_bug_of_the_kit_settles_the_call_with_mcp_kit_error_and_raises_with_it
         )  # fmt: skip
         call = calls.Call(BuggyPlan(plan))
         with pytest.raises(KeyError) as raised:
-            calls.decide(call, approve=True, policy="auto")
+            call.decide(approve=True, policy="auto")
         assert raised.value.__traceback__ is not None
         assert (call.state, call.result.error_code) == ("done", "mcp_kit_error")
         assert "a bug in purra-jupyter (KeyError)" in call.result.message

@@ -348,8 +348,8 @@ def test_the_magic_and_the_server_files_carry_oauth(ip: object, tmp_path: Path) 
 def test_the_authorization_view_shows_a_hostile_address_as_text() -> None:
     from concurrent.futures import Future
 
-    from purra_jupyter.oauth import AuthorizationRequest
-    from purra_jupyter.ui.authorization import AuthorizationView
+    from purra_jupyter._transports.oauth import AuthorizationRequest
+    from purra_jupyter._ui.authorization import AuthorizationView
 
     url = "https://as.example/authorize?x='><script>alert(1)</script>&y=\"><img src=x onerror=alert(2)>"
     view = AuthorizationView(AuthorizationRequest("srv<b>", url, "http://127.0.0.1:1/cb", Future(), 60))
@@ -363,7 +363,7 @@ def test_an_authorization_address_a_browser_should_not_open_is_refused() -> None
     this machine."""
     import anyio
 
-    from purra_jupyter.oauth import AuthFailed, Authorization
+    from purra_jupyter._transports.oauth import AuthFailed, Authorization
 
     for url in ("javascript:alert(1)", "http://as.example/authorize?state=x", "data:text/html,hi"):
         with pytest.raises(AuthFailed) as caught:

@@ -2,30 +2,109 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+import re
 import subprocess
 import sys
 
+from conftest import ROOT
+
 import purra_jupyter as pj
+
+PUBLIC = {
+    # what a person calls
+    "__version__",
+    "allow_any_scope",
+    "assert_checks",
+    "connect",
+    "evaluate",
+    "load_servers",
+    "replay",
+    "sessions",
+    # what a person builds, holds or catches
+    "Engine",
+    "McpSession",
+    "McpSessionError",
+    "OAuth",
+    "ServerConfig",
+    # what the API gives back
+    "AppView",
+    "BindingEntry",
+    "Bindings",
+    "Catalog",
+    "Chart",
+    "Envelope",
+    "EvaluationSummary",
+    "LogEntry",
+    "OfferingForm",
+    "Offerings",
+    "PendingCall",
+    "PromptMessages",
+    "RawResult",
+    "ReplaySummary",
+    "ResourceContents",
+    "SchemaForm",
+    "SessionLog",
+    "SessionStatus",
+    "ToolApp",
+    "ToolVerdict",
+    "Transcript",
+    "TranscriptMessage",
+    "ViewedCall",
+    "WriteTerms",
+}
 
 
 def test_public_names_are_pinned() -> None:
     assert pj.__all__ == sorted(pj.__all__)
-    assert set(pj.__all__) == {
-        "McpSession",
-        "McpSessionError",
-        "OAuth",
-        "ServerConfig",
-        "__version__",
-        "allow_any_scope",
-        "assert_checks",
-        "connect",
-        "evaluate",
-        "load_servers",
-        "replay",
-        "sessions",
-    }
-    for function, module in ((pj.evaluate, "pool"), (pj.replay, "session")):  # (no module of the package shadows them)
+    assert set(pj.__all__) == PUBLIC
+    for function, module in ((pj.evaluate, "_session.pool"), (pj.replay, "_session.opening")):  # none shadowed
         assert callable(function) and function.__module__ == f"purra_jupyter.{module}"
+
+
+def _kit_classes() -> dict[str, type]:
+    """Every class the package defines (the demo server's aside), by name."""
+    found: dict[str, type] = {}
+    for info in pkgutil.walk_packages(pj.__path__, "purra_jupyter."):
+        if info.name.startswith("purra_jupyter.demo"):
+            continue
+        module = importlib.import_module(info.name)
+        found.update({name: value for name, value in vars(module).items()
+                      if inspect.isclass(value) and value.__module__ == module.__name__})  # fmt: skip
+    return found
+
+
+def _returned(owner: object) -> set[str]:
+    """The names in the return annotations of ``owner``'s public functions, methods and properties."""
+    members = [owner] if inspect.isfunction(owner) else [value for name, value in vars(owner).items()
+                                                       if not name.startswith("_")]  # fmt: skip
+    names: set[str] = set()
+    for member in members:
+        function = member.fget if isinstance(member, property) else member
+        annotation = getattr(function, "__annotations__", {}).get("return")
+        names |= set(re.findall(r"[A-Za-z_]\w*", str(annotation or "")))
+    return names
+
+
+def test_every_type_the_api_gives_back_is_public() -> None:
+    """What a public function or a public class's method returns, when the kit defines it, is in ``__all__``:
+    a user can name it (in an annotation, an ``isinstance``) without reaching into a private module."""
+    classes = _kit_classes()
+    public = {name: getattr(pj, name) for name in pj.__all__ if name != "__version__"}
+    returned = set().union(*(_returned(value) for value in public.values()))
+    assert {name for name in returned if name in classes} <= set(public), sorted(
+        returned & classes.keys() - set(public)
+    )
+
+
+def test_the_api_reference_documents_exactly_the_public_names() -> None:
+    """docs/api.rst documents ``purra_jupyter``'s names, all of them, and nothing from a private module."""
+    text = (ROOT / "docs" / "api.rst").read_text()
+    assert re.findall(r"^\.\. currentmodule:: (\S+)", text, flags=re.MULTILINE) == ["purra_jupyter"]
+    documented = re.findall(r"^\.\. auto(?:class|function|exception):: (\w+)", text, flags=re.MULTILINE)
+    assert sorted(documented) == sorted(set(documented)) == sorted(PUBLIC - {"__version__"})
 
 
 def test_import_leaves_the_mcp_sdk_unloaded() -> None:
@@ -59,7 +138,7 @@ def test_every_public_name_loads_on_first_use() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == [
         "[]",
-        "True purra_jupyter.config",
+        "True purra_jupyter._base.config",
         "module 'purra_jupyter' has no attribute 'no_such_name'",
     ]
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import decided, demo_config, demo_in_memory, wait_until
 
 import purra_jupyter as pj
-from purra_jupyter.wire import CONFIG_INVALID, DIGEST_MISMATCH, NOT_CONCURRENCY_SAFE
+from purra_jupyter._base.wire import CONFIG_INVALID, DIGEST_MISMATCH, NOT_CONCURRENCY_SAFE
 
 ROWS = [{"text": f"row {i}"} for i in range(30)]
 RESULTS = ["ok", "error_code", "effect_state", "text", "structured", "message"]  # (elapsed_ms aside)

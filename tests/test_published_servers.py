@@ -14,9 +14,9 @@ import pytest
 from conftest import HANG_GUARD, assert_verdicts_match_purra, decided, demo_in_memory, discovered_by_purra, wait_until
 
 import purra_jupyter as pj
-from purra_jupyter.envelope import RAW_LABEL, RawResult
-from purra_jupyter.ui.approval import PendingCall
-from purra_jupyter.wire import LOG_LEVELS
+from purra_jupyter._base.wire import LOG_LEVELS
+from purra_jupyter._purra.envelope import RAW_LABEL, RawResult
+from purra_jupyter._ui.approval import PendingCall
 
 BIN = Path(sys.executable).parent
 EVERYTHING = Path(__file__).parent / "servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"

@@ -13,8 +13,8 @@ from conftest import demo_config
 from purra_mcp import McpToolLimits
 
 import purra_jupyter as pj
-from purra_jupyter import purra_adapter
-from purra_jupyter.purra_adapter import ProfileViolation, Shape
+from purra_jupyter._connection import purra_adapter
+from purra_jupyter._connection.purra_adapter import ProfileViolation, Shape
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_a_moved_private_is_named_with_what_to_change(
     module, name = guarded.split(":")
     monkeypatch.delattr(importlib.import_module(module), name)
     [problem] = purra_adapter.problems()
-    assert f"{module}.{name}" in problem and "purra_jupyter/purra_adapter.py" in problem
+    assert f"{module}.{name}" in problem and "purra_jupyter/_connection/purra_adapter.py" in problem
     with pytest.raises(pj.McpSessionError) as caught:
         pj.connect(demo_config("moved"))
     assert caught.value.code == "mcp_purra_incompatible"  # never mcp_transport_error, and before any process

@@ -20,10 +20,10 @@ from mcp import types
 from mcp.server.lowlevel import Server
 
 import purra_jupyter as pj
-from purra_jupyter import raw_schema
-from purra_jupyter.envelope import RawResult
-from purra_jupyter.ui.approval import UNCHECKED_BANNER, PendingCall
-from purra_jupyter.ui.forms import (
+from purra_jupyter._base import raw_schema
+from purra_jupyter._purra.envelope import RawResult
+from purra_jupyter._ui.approval import UNCHECKED_BANNER, PendingCall
+from purra_jupyter._ui.forms import (
     MAX_FIELDS,
     REF_DEPTH,
     UNCHECKED_LABEL,
@@ -644,6 +644,7 @@ def test_openapi_nullable_admits_null_in_the_raw_check() -> None:
 EVERYTHING = Path(__file__).parent / "servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 
+@pytest.mark.published  # a published MCP server from npm
 def test_against_the_published_everything_server_a_default_is_sent_and_its_own_validation_answers() -> None:
     assert EVERYTHING.exists(), "scripts/test installs tests/servers' npm packages"
     config = pj.ServerConfig("everything", command="node", args=[str(EVERYTHING), "stdio"])

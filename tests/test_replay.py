@@ -11,10 +11,10 @@ import pytest
 from conftest import decided, demo_config
 
 import purra_jupyter as pj
+from purra_jupyter._base.transcript import Transcript
+from purra_jupyter._base.wire import BINDING_MISSING, CONFIG_INVALID, INVALID_ARGUMENTS
+from purra_jupyter._evaluation.replays import REPLAY_COLUMNS
 from purra_jupyter.demo.server import EXTRA_TOOL, build_server
-from purra_jupyter.replays import REPLAY_COLUMNS
-from purra_jupyter.transcript import Transcript
-from purra_jupyter.wire import BINDING_MISSING, CONFIG_INVALID, INVALID_ARGUMENTS
 
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("search_documents", {"query": "PurrA", "limit": 2}),

@@ -26,9 +26,7 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from pydantic import AnyUrl
 
 import purra_jupyter as pj
-from purra_jupyter.offerings import OFFERINGS_LABEL, SOURCE_NOTE, Offerings, blob_summary, expand
-from purra_jupyter.ui.offerings import OfferingForm
-from purra_jupyter.wire import (
+from purra_jupyter._base.wire import (
     CAPABILITY_MISSING,
     CATALOG_LIMIT,
     EVENT_LIST_CHANGED,
@@ -40,6 +38,8 @@ from purra_jupyter.wire import (
     RESULT_TOO_LARGE,
     TIMEOUT,
 )
+from purra_jupyter._beside.offerings import OFFERINGS_LABEL, SOURCE_NOTE, Offerings, blob_summary, expand
+from purra_jupyter._ui.offering_forms import OfferingForm
 
 EVERYTHING = Path(__file__).parent / "servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 TEXT_TEMPLATE = "demo://resource/dynamic/text/{resourceId}"
@@ -70,6 +70,7 @@ def plain_of(shown: Any) -> str:
 # --- server-everything ------------------------------------------------------------------------------------
 
 
+@pytest.mark.published  # a published MCP server from npm
 def test_server_everything_lists_its_resources_templates_and_prompts() -> None:
     with pj.connect(everything()) as session:
         resources, templates, prompts = session.resources, session.resource_templates, session.prompts
@@ -88,6 +89,7 @@ def test_server_everything_lists_its_resources_templates_and_prompts() -> None:
         assert session.state == "ready"
 
 
+@pytest.mark.published  # a published MCP server from npm
 def test_server_everything_reads_a_text_and_a_binary_resource() -> None:
     with pj.connect(everything()) as session:
         text = session.read_resource("demo://resource/static/document/architecture.md")
@@ -105,6 +107,7 @@ def test_server_everything_reads_a_text_and_a_binary_resource() -> None:
         assert refused.value.code == PROTOCOL_ERROR and "not found" in refused.value.server_text
 
 
+@pytest.mark.published  # a published MCP server from npm
 def test_server_everything_gives_prompts_and_completions() -> None:
     with pj.connect(everything()) as session:
         prompt = session.get_prompt("args-prompt", {"city": "Paris", "state": "TX"})

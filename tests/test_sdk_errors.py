@@ -19,10 +19,10 @@ from purra.structured import StructuredOutputError
 from purra_mcp import McpAdapterError
 
 import purra_jupyter as pj
-from purra_jupyter.config import Scrubber
-from purra_jupyter.ingress import Ingress
-from purra_jupyter.sdk_errors import Speaker, translate
-from purra_jupyter.tracking import Deadline
+from purra_jupyter._base.config import Scrubber
+from purra_jupyter._connection.seam import Speaker, translate
+from purra_jupyter._connection.tracking import Deadline
+from purra_jupyter._transports.ingress import Ingress
 
 SECRET = "sk-live-0123456789abcdef"
 CONFIG = pj.ServerConfig("srv", command=sys.executable, env={"TOKEN": SECRET}, timeout=7)
@@ -163,7 +163,7 @@ def test_each_exception_httpx_raises_for_a_request_fails_that_request_with_the_k
     the kit's words; what httpx quoted is the failure's ``server_text``, scrubbed."""
     import httpx
 
-    from purra_jupyter.http_transport import SharedSession, TransportEvents
+    from purra_jupyter._transports.http import SharedSession, TransportEvents
 
     ended: list[tuple[str, str]] = []
     config = pj.ServerConfig("srv", url="http://127.0.0.1:1/mcp", headers={"Authorization": f"Bearer {SECRET}"})

@@ -40,11 +40,11 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import purra_jupyter as pj
-from purra_jupyter import names
-from purra_jupyter.config import load_servers
-from purra_jupyter.envelope import Envelope, RawResult
-from purra_jupyter.ui.approval import PendingCall
-from purra_jupyter.wire import ENVELOPE_MIME, RAW_RESULT_MIME
+from purra_jupyter._base import visible as names
+from purra_jupyter._base.config import load_servers
+from purra_jupyter._base.wire import ENVELOPE_MIME, RAW_RESULT_MIME
+from purra_jupyter._purra.envelope import Envelope, RawResult
+from purra_jupyter._ui.approval import PendingCall
 
 SECRET_ENV = "env-s3cr3t-7f3a9c21"
 SECRET_HEADER = "hdr-s3cr3t-b41d2e77"

@@ -28,9 +28,9 @@ from conftest import (
 )
 
 import purra_jupyter as pj
-from purra_jupyter.envelope import SERVER_WORDS
-from purra_jupyter.errors import SERVER_TEXT_CHARS
-from purra_jupyter.markup import escape
+from purra_jupyter._base.errors import SERVER_TEXT_CHARS
+from purra_jupyter._base.markup import escape
+from purra_jupyter._purra.envelope import SERVER_WORDS
 
 PROTOCOLS = {"2025-11-25", "2025-06-18"}
 SECRET = "s3cr3t-header-value"

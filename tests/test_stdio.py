@@ -16,7 +16,7 @@ from conftest import HANG_GUARD, SERVERS, children, interrupt_when, raw_config, 
 from mcp.client import stdio as sdk_stdio
 
 import purra_jupyter as pj
-from purra_jupyter import stdio_transport
+from purra_jupyter._transports import stdio as stdio_transport
 
 FIRST_CONNECT = """
 import importlib.abc, sys

@@ -13,9 +13,9 @@ import pytest
 from conftest import demo_config, demo_in_memory
 
 import purra_jupyter as pj
-from purra_jupyter.envelope import Envelope, RawResult
-from purra_jupyter.transcript import FORMAT, RECEIVED, SENT, Transcript, load
-from purra_jupyter.wire import CONFIG_INVALID, PROTOCOL_ERROR
+from purra_jupyter._base.transcript import FORMAT, RECEIVED, SENT, Transcript, load
+from purra_jupyter._base.wire import CONFIG_INVALID, PROTOCOL_ERROR
+from purra_jupyter._purra.envelope import Envelope, RawResult
 
 SECRET = "tr4nscr1pt-s3cret-value"
 CALLS: list[tuple[str, dict[str, Any], bool]] = [  # (tool, arguments, raw)

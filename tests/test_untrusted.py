@@ -35,12 +35,12 @@ from conftest import (
 )
 
 import purra_jupyter as pj
-from purra_jupyter import runner
-from purra_jupyter.connection import DEFAULT_MESSAGE_BYTES
-from purra_jupyter.envelope import RawResult
-from purra_jupyter.raw_schema import PATTERN_BUDGET_SECONDS
-from purra_jupyter.session import warm_up
-from purra_jupyter.ui.approval import PendingCall
+from purra_jupyter._base import runner
+from purra_jupyter._base.raw_schema import PATTERN_BUDGET_SECONDS
+from purra_jupyter._connection.connection import DEFAULT_MESSAGE_BYTES
+from purra_jupyter._purra.envelope import RawResult
+from purra_jupyter._session.opening import warm_up
+from purra_jupyter._ui.approval import PendingCall
 
 UNTRUSTED = SERVERS / "untrusted_server.py"
 EVIL = "evil.example"

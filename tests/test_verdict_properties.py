@@ -15,7 +15,8 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from purra.contracts import ToolPolicy
 from purra_mcp import McpAdapterError, McpCatalogMonitor, McpToolBinding, McpToolLimits, discover_mcp_tools
 
-from purra_jupyter.catalog import DRAFT_2020_12, FALLBACK_REASON, verdict_of
+from purra_jupyter._purra.listing import verdict_of
+from purra_jupyter._purra.reasons import DRAFT_2020_12, FALLBACK_REASON
 
 LIMITS = McpToolLimits()
 NAMES = st.sampled_from(["a", "b", "c"])

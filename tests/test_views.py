@@ -38,8 +38,8 @@ from test_browser import (
     write_code_notebook,
 )
 
-from purra_jupyter.apps import NO_LIVE_SESSION, NO_VIEWER, VIEW_LABEL
-from purra_jupyter.wire import APP_MIME
+from purra_jupyter._base.wire import APP_MIME
+from purra_jupyter._beside.views import NO_LIVE_SESSION, NO_VIEWER, VIEW_LABEL
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -436,7 +436,7 @@ if __name__ == "__main__":  # pragma: no cover
 # --- views that try to trick the person ------------------------------------------------------------------------
 
 TRICKY = ROOT / "tests" / "servers" / "tricky_app_server.py"
-PENDING_MAX = 3  # labextension/src/bridge.ts, purra_jupyter/ui/apps.py
+PENDING_MAX = 3  # labextension/src/bridge.ts, purra_jupyter/_ui/views.py
 FLOOD = 150
 DOUBLE_CLICK_MS = 150  # the gap between the two clicks of a quick double click
 

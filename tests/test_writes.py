@@ -25,10 +25,10 @@ from conftest import (
 from IPython.core.error import UsageError
 
 import purra_jupyter as pj
-from purra_jupyter.envelope import EFFECT_NOTES, Envelope
-from purra_jupyter.markup import escape
-from purra_jupyter.ui.approval import EFFECT_BANNERS, PendingCall
-from purra_jupyter.wire import UNKNOWN
+from purra_jupyter._base.markup import escape
+from purra_jupyter._base.wire import UNKNOWN
+from purra_jupyter._purra.envelope import EFFECT_NOTES, Envelope
+from purra_jupyter._ui.approval import EFFECT_BANNERS, PendingCall
 
 EMPTY = {"text": [], "structured": None}
 

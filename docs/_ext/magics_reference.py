@@ -16,13 +16,17 @@ from sphinx.util.nodes import nested_parse_with_titles
 OPTION_SECTIONS = re.compile(r"^(positional arguments|options):$", re.MULTILINE)
 
 
-def _magics() -> list[tuple[str, str, Any]]:
-    """(prefix, name, method) of each magic McpMagics registers, ``%%`` for the cell form, sorted by name."""
-    from purra_jupyter.magics import McpMagics
+def _magics() -> list[tuple[str, str, Any, bool]]:
+    """(prefix, name, method, also a cell magic) of each magic ``%load_ext purra_jupyter`` registers, ``%%`` for a
+    cell magic only, sorted by name."""
+    from purra_jupyter.magics import MAGICS
 
-    line = McpMagics.magics["line"]
-    names = sorted({*line, *McpMagics.magics["cell"]})
-    return [("%" if name in line else "%%", name, getattr(McpMagics, name)) for name in names]
+    found = []
+    for magics in MAGICS:
+        line, cell = magics.magics["line"], magics.magics["cell"]
+        for name in {*line, *cell}:
+            found.append(("%" if name in line else "%%", name, getattr(magics, name), name in cell))
+    return sorted(found, key=lambda magic: magic[1])
 
 
 def _options_text(parser: Any) -> str:
@@ -42,9 +46,9 @@ class MagicsReference(SphinxDirective):
         from purra_jupyter.magics import McpMagics
 
         lines: list[str] = []
-        for prefix, name, method in _magics():
+        for prefix, name, method, in_cell in _magics():
             title = f"``{prefix}{name}``"
-            cell = " (also ``%%" + name + "``, the JSON in the cell)" if name in McpMagics.magics["cell"] else ""
+            cell = " (also ``%%" + name + "``, the JSON in the cell)" if in_cell else ""
             lines += [title + cell, "-" * (len(title + cell) + 4), ""]
             lines += [*inspect.cleandoc(method.parser.description or "").splitlines(), ""]
             lines += [".. code-block:: text", ""]

@@ -1,0 +1,1 @@
+"""Many calls at once: batches, their checkpoints, and transcripts replayed."""

@@ -1,0 +1,379 @@
+"""A server's tool catalog with a PurrA verdict per tool, as a person reads it: a table, a DataFrame, a diff, a
+digest. The verdicts come from ``listing`` (purra-mcp's own rules), their reasons from ``reasons``.
+
+The catalog's MIME payload is ``to_json()`` plus the kit's fixed words under ``labels`` (``catalog_labels()``),
+which the labextension shows, so the words are typed once, here.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from .._base.app_rules import ToolApp, tool_app
+from .._base.charts import Chart, refusal_reasons
+from .._base.egress import CellText, bundle, cell_text
+from .._base.errors import KEPT_APART
+from .._base.markup import ERROR_COLOR, OK_COLOR, Html, join, table, tag, td
+from .._base.visible import name_warning, one_line, visible
+from .._base.wire import CATALOG_MIME
+from .._connection.purra_adapter import canonical_json
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+COMPATIBLE = "compatible"
+UNSUPPORTED = "unsupported"
+NONE = "none"
+# The kit's words for a verdict and the catalog's summary, shared by the text, the HTML and the labextension.
+CALLABLE = "callable"
+NOT_CALLABLE = "not callable"
+CALLABLE_UNDER = "callable under PurrA"
+DROPPED = "Dropped bindings"
+FRAME_COLUMNS = [
+    "name_warning",
+    "title",
+    "description",
+    "input_verdict",
+    "output_verdict",
+    "callable",
+    "bindable_as",
+    "reasons",
+    "refusal",
+    "read_only_hint",
+    "destructive_hint",
+    "idempotent_hint",
+    "open_world_hint",
+    "task_support",
+    "has_app",
+    "app_only",
+    "view",
+    "bound_as",
+    "schema_bytes",
+]
+
+# does not import purra).
+READ = "read"
+WRITE = "write"
+DESTRUCTIVE = "destructive"
+EFFECTS = (READ, WRITE, DESTRUCTIVE)
+NOT_BINDABLE = "—"
+
+
+def write_hint(annotations: Mapping[str, Any]) -> str | None:
+    """The hint by which a server says its tool is not read-only (``readOnlyHint: false`` or
+    ``destructiveHint: true``), as written; ``None`` when it says nothing of the kind. Hints grant no
+    authority: they only keep a person from declaring read what the server itself calls a write."""
+    if annotations.get("readOnlyHint") is False:
+        return "readOnlyHint: false"
+    if annotations.get("destructiveHint") is True:
+        return "destructiveHint: true"
+    return None
+
+
+def default_local_name(remote: str) -> str:
+    """The remote name with every character outside ``[A-Za-z0-9_]`` replaced by ``_``; ``_``-prefixed
+    if it starts with a digit (PurrA local names are Python-like identifiers)."""
+    local = re.sub(r"[^A-Za-z0-9_]", "_", remote)
+    return f"_{local}" if local[:1].isdigit() else local
+
+
+@dataclass(frozen=True, slots=True)
+class ToolVerdict:
+    """One listed tool and whether a PurrA host could bind it as a read tool."""
+
+    name: str
+    title: str | None
+    description: str
+    input_schema: Mapping[str, Any]
+    output_schema: Mapping[str, Any] | None
+    annotations: Mapping[str, Any]
+    task_support: str | None
+    input_verdict: str
+    output_verdict: str
+    callable: bool
+    reasons: tuple[str, ...]
+    schema_bytes: int
+    listing: Mapping[str, Any] = field(repr=False)
+    bound_as: str | None = None  # the binding's local name
+    bound_effect: str | None = None  # what it is bound as: read, write or destructive
+    refusal: str | None = None  # the code purra-mcp refuses a binding with (its first failing check)
+    look_alikes: tuple[str, ...] = ()  # the other tools of this server whose names are confusable with this one's
+
+    @property
+    def shown_name(self) -> str:
+        """The name as a person is shown it: invisible and control characters escaped (``names.visible``)."""
+        return visible(self.name)
+
+    @property
+    def name_warning(self) -> str:
+        """What a person must know of the name before trusting it (invisible characters, a look-alike); or ``""``."""
+        return name_warning(self.name, self.look_alikes)
+
+    @property
+    def label(self) -> str:
+        """The shown name with its warning, for one line of text (a log row, a plain-text view)."""
+        warning = self.name_warning
+        return f"{self.shown_name} (⚠ name {warning})" if warning else self.shown_name
+
+    @property
+    def bindable_as(self) -> str:
+        """``read`` or ``write`` (what the server's hints suggest) when purra-mcp would bind it, else ``—``."""
+        if not self.callable:
+            return NOT_BINDABLE
+        return WRITE if write_hint(self.annotations) else READ
+
+    @property
+    def app(self) -> ToolApp:
+        """The view its listing declares (MCP Apps) and who may call it."""
+        return tool_app(self.listing)
+
+    @property
+    def bound_label(self) -> str:
+        """``local_name (effect)``, e.g. ``commit_changes (write)``; empty when not bound."""
+        return f"{self.bound_as} ({self.bound_effect})" if self.bound_as else ""
+
+    def row(self) -> dict[str, Any]:
+        hints = self.annotations
+        app = self.app
+        return {
+            "tool": self.name,
+            "name_warning": self.name_warning or None,
+            "title": self.title,
+            "description": self.description,
+            "input_verdict": self.input_verdict,
+            "output_verdict": self.output_verdict,
+            "callable": self.callable,
+            "bindable_as": self.bindable_as,
+            "reasons": "; ".join(self.reasons),  # text a person reads; the tuple stays on the verdict
+            "refusal": self.refusal,
+            "read_only_hint": hints.get("readOnlyHint"),
+            "destructive_hint": hints.get("destructiveHint"),
+            "idempotent_hint": hints.get("idempotentHint"),
+            "open_world_hint": hints.get("openWorldHint"),
+            "task_support": self.task_support,
+            "has_app": app.uri is not None,
+            "app_only": app.app_only,
+            "view": app.uri,
+            "bound_as": self.bound_label or None,
+            "schema_bytes": self.schema_bytes,
+        }
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every tool a server listed, with verdicts; a snapshot at one catalog revision."""
+
+    server: str
+    protocol_version: str | None
+    tools: tuple[ToolVerdict, ...]
+    revision: int = field(repr=False)
+    note: str = ""
+    dropped: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """``purra.json-identity/v1`` over the listing (see ``digest_of``), computed on first use."""
+        return digest_of(self.tools)
+
+    def __getitem__(self, name: str) -> ToolVerdict:
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return any(tool.name == name for tool in self.tools)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def with_bindings(self, bound: Mapping[str, tuple[str, str]], dropped: Iterable[str] = ()) -> Catalog:
+        """This catalog with ``bound_as`` and ``bound_effect`` from ``bound`` (remote name -> (local name,
+        effect))."""
+        tools = []
+        for tool in self.tools:
+            local, effect = bound.get(tool.name, (None, None))
+            tools.append(replace(tool, bound_as=local, bound_effect=effect))
+        return replace(self, tools=tuple(tools), dropped=tuple(dropped))
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        frame = pd.DataFrame([tool.row() for tool in self.tools], columns=["tool", *FRAME_COLUMNS])
+        return frame.convert_dtypes().set_index("tool")  # nullable dtypes: a missing hint is <NA>, not NaN
+
+    def diff(self, other: Catalog) -> pd.DataFrame:
+        """What changed from this catalog to ``other``: one row per added, removed or changed tool."""
+        import pandas as pd
+
+        rows = []
+        for name in sorted({tool.name for tool in self.tools} | {tool.name for tool in other.tools}):
+            if name not in self:
+                rows.append((name, "added", ""))
+            elif name not in other:
+                rows.append((name, "removed", ""))
+            else:
+                before, after = self[name].listing, other[name].listing
+                changed = sorted(key for key in set(before) | set(after) if before.get(key) != after.get(key))
+                if changed:
+                    rows.append((name, "changed", ", ".join(changed)))
+        return pd.DataFrame(rows, columns=["tool", "change", "fields"]).set_index("tool")
+
+    def to_json(self) -> dict[str, Any]:
+        """The data behind the catalog MIME type (everything a renderer shows but its fixed labels; all of it
+        server text)."""
+        return {
+            "server": self.server,
+            "protocolVersion": self.protocol_version,
+            "digest": self.digest,
+            "note": self.note,
+            "dropped": list(self.dropped),
+            "tools": [
+                {
+                    **tool.row(),
+                    "shown_name": tool.shown_name,
+                    "reasons": list(tool.reasons),
+                    # For a reader to open (the renderer folds them); bounded, as the whole listing was.
+                    "input_schema": dict(tool.input_schema),
+                    "output_schema": None if tool.output_schema is None else dict(tool.output_schema),
+                }
+                for tool in self.tools
+            ],
+        }
+
+    @property
+    def summary(self) -> str:
+        """One line: the server, its tool counts and the digest's first digits."""
+        usable = sum(tool.callable for tool in self.tools)
+        return f"{self.server}: {len(self.tools)} tools, {usable} {CALLABLE_UNDER}, digest {self.digest[:12]}"
+
+    def __repr__(self) -> CellText:
+        lines = [f"Catalog {self.summary}"]
+        if self.note:
+            lines.append(f"  note: {self.note}")
+        if self.dropped:
+            lines.append(f"  {DROPPED.lower()}: {', '.join(self.dropped)}")
+        for tool in self.tools:
+            verdict = CALLABLE if tool.callable else NOT_CALLABLE
+            bound = f" (bound as {tool.bound_label})" if tool.bound_as else ""
+            lines.append(f"  {tool.label}: {verdict}{bound}")
+            lines.extend(f"      {reason}" for reason in tool.reasons)
+        return cell_text("\n".join(lines))
+
+    def _repr_html_table(self) -> Html:
+        rows = []
+        for tool in self.tools:
+            badge = _badge(CALLABLE, OK_COLOR) if tool.callable else _badge(NOT_CALLABLE, ERROR_COLOR)
+            reasons = tag("ul", join(tag("li", reason) for reason in tool.reasons))
+            rows.append(
+                tag(
+                    "tr",
+                    td(name_html(tool)),
+                    td(one_line(tool.title or "", TITLE_CHARS)),
+                    td(visible(_shorten(tool.description)), wrapped=True),
+                    td(badge),
+                    td(tool.input_verdict),
+                    td(tool.output_verdict),
+                    td(tool.bindable_as),
+                    td(tool.bound_label),
+                    td(reasons, wrapped=True),
+                )
+            )
+        note = tag("p", self.note) if self.note else None
+        dropped = tag("p", f"{DROPPED}: {', '.join(self.dropped)}") if self.dropped else None
+        summary = tag("p", tag("b", self.summary))
+        return tag("div", summary, note, dropped, table(_HTML_COLUMNS, rows), class_="purra-catalog")
+
+    def refusal_chart(self) -> Chart:
+        """Why tools are not callable, as a picture: one bar per keyword a reason names (``$schema``, ``default``
+        ...), by how many tools it stops; the title counts purra-mcp's refusal codes."""
+        refused = [tool for tool in self.tools if not tool.callable]
+        keywords = Counter(keyword for tool in refused for keyword in {reason_keyword(r) for r in tool.reasons})
+        codes = Counter(tool.refusal or "refused" for tool in refused)
+        title = f"{self.server}: {len(refused)} of {len(self.tools)} tools not callable under PurrA"
+        if codes:
+            title += " (" + ", ".join(f"{code} {count}" for code, count in codes.most_common()) + ")"
+        alt = f"{title}; reasons: " + (", ".join(f"{k} {n}" for k, n in keywords.most_common()) or "none")
+        return Chart(refusal_reasons(dict(keywords.most_common()), title), alt)
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
+        payload = {**self.to_json(), "labels": catalog_labels()}
+        return bundle(self._repr_html_table(), self.__repr__(), **{CATALOG_MIME: payload})
+
+
+def reason_keyword(reason: str) -> str:
+    """What a reason is about: the last step of its JSON path (``inputSchema.properties.x.default`` -> ``default``;
+    an array index dropped), or the whole path when it has one step (``name``)."""
+    path = reason.split(": ", 1)[0]
+    steps = [step for step in re.split(r"\.|\[\d+\]", path) if step]
+    return steps[-1] if steps else path
+
+
+def catalog_labels() -> dict[str, str]:
+    """The fixed words a catalog payload carries for the labextension."""
+    return {"callable": CALLABLE, "notCallable": NOT_CALLABLE, "callableUnder": CALLABLE_UNDER, "dropped": DROPPED}
+
+
+_HTML_COLUMNS = ("tool", "title", "description", "verdict", "input", "output", "bindable as", "bound as", "reasons")
+
+
+TITLE_CHARS = 120  # a server's title shown on one line
+
+
+def name_html(tool: ToolVerdict, style: str | None = None) -> Html:
+    """The tool's name as code (escaped, isolated from the text around it; ``style`` for the code element), then
+    its warning, in the warning colour."""
+    warning = tool.name_warning
+    mark = None
+    if warning:
+        mark = join([" ", tag("b", f"⚠ {warning}", class_="purra-name-warning", style=f"color:{ERROR_COLOR}")])
+    return join([tag("code", tool.shown_name, style=style, class_="purra-tool-name"), mark])
+
+
+def reasons_note(tool: ToolVerdict) -> str:
+    """What a message says of a tool's reasons, which quote the server's schema (property names, a ``$schema``
+    address): how many, and where they are."""
+    count = len(tool.reasons)
+    return f"{count} reason{'s' if count != 1 else ''}, {KEPT_APART} (the catalog shows them too)"
+
+
+def _shorten(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _badge(text: str, color: str) -> Html:
+    return tag("span", text, style=f"color:{color};font-weight:bold")
+
+
+def digest_of(tools: Iterable[ToolVerdict]) -> str:
+    """``purra.json-identity/v1`` over the listing: one digest per tool, then over the name map, so a
+    catalog of any size within the limits has one (a tool with numbers purra cannot represent is
+    digested through its canonical JSON text)."""
+    from purra.structured import json_identity_digest
+
+    per_tool = {}
+    for tool in tools:
+        try:
+            per_tool[tool.name] = json_identity_digest(dict(tool.listing))
+        except (ValueError, TypeError):
+            text = canonical_json(tool.listing)
+            per_tool[tool.name] = json_identity_digest({"json": text})
+    return json_identity_digest({"tools": per_tool})
+
+
+__all__ = [
+    "COMPATIBLE",
+    "NONE",
+    "UNSUPPORTED",
+    "Catalog",
+    "ToolVerdict",
+    "default_local_name",
+    "digest_of",
+    "reasons_note",
+    "write_hint",
+]
