@@ -110,3 +110,18 @@ def test_a_second_setup_is_skipped_until_pyproject_changes(fresh_clone: Path) ->
     again = subprocess.run(setup, cwd=fresh_clone, capture_output=True, text=True, timeout=GUARD)
     assert again.returncode != 0 and "[setup 2/3] updating pip" in again.stderr, again
     assert "asked to run: -m pip install" in again.stderr, again.stderr
+
+
+def test_the_fast_loop_runs_the_core_and_leaves_out_the_slow_parts() -> None:
+    """``scripts/test --fast``: lint, types, then every test but real browsers, the Binder environment, the docs build
+    and published npm servers (collected here, not run: ``-n 0 --collect-only``)."""
+    run = subprocess.run(
+        ["bash", "scripts/test", "--fast", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTEST_WORKERS": "0"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    collected = [line for line in run.stdout.splitlines() if "::" in line]
+    left_out = ("test_browser.py", "test_views.py", "test_binder.py", "test_docs.py", "test_published_servers.py",
+                "test_conformance.py", "server_everything", "published_example_servers")  # fmt: skip
+    assert len(collected) >= 300 and not [line for line in collected if any(part in line for part in left_out)]
+    assert "Success: no issues found" in run.stdout  # mypy ran first
