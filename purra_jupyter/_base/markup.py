@@ -4,7 +4,7 @@ dark pages alike (nbviewer, GitHub, VS Code, nbconvert), where none of our CSS i
 Every piece of HTML the kit writes is built here, and escaping is by construction: ``tag`` escapes each child
 that is a plain ``str`` and each attribute value; only an ``Html`` (what ``tag``, ``join`` and ``escape`` return)
 goes in as it is. A server's text is a plain ``str``, so it cannot become markup by mistake; and escaping also
-writes each control, bidirectional and invisible character as its escape (``names.readable``: line breaks and tabs
+writes each control, bidirectional and invisible character as its escape (``visible.readable``: line breaks and tabs
 stay), so no text reorders or hides what a person reads. ``Html`` is
 markupsafe's ``Markup`` whose own operations (``+``, ``join``, ``%``, ``format``) escape the way ``tag`` does.
 
@@ -46,7 +46,7 @@ class Html(Markup):
 
     @classmethod
     def escape(cls, s: object, /) -> Self:
-        """``s`` as it is when it is already HTML, else its text made readable (``names.readable``) and escaped
+        """``s`` as it is when it is already HTML, else its text made readable (``visible.readable``) and escaped
         (``& < > " '``; the entities of Python's ``html.escape``, which the kit has always written)."""
         if hasattr(s, "__html__"):
             return cls(s)

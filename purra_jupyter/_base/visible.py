@@ -112,7 +112,7 @@ def skeleton(name: str) -> str:
 
 
 def look_alikes(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
-    """For each name that is confusable with others of ``names``, those others (in order)."""
+    """For each name that is confusable with others of ``visible``, those others (in order)."""
     groups: dict[str, list[str]] = defaultdict(list)
     for name in names:
         groups[skeleton(name)].append(name)

@@ -10,11 +10,11 @@ What purra-mcp 1.0.3 does not offer, the kit copies, and says so here:
 - **The listing loop.** purra-mcp pages ``tools/list`` only inside ``_discover_mcp_tools`` (behind
   ``discover_mcp_tools``), which cannot list a catalog: it needs the bindings' names before listing, returns only
   the bound tools (as its own entries, never the listed ``types.Tool``), and stops at the first bound tool it
-  refuses. The kit must show every tool with its verdict, so it keeps its own loop (``catalog.list_tools``) over
+  refuses. The kit must show every tool with its verdict, so it keeps its own loop (``listing.list_tools``) over
   purra-mcp's page request, byte count, limits and codes; the cursor rule is a literal inside that function (no
   constant, no validator, no ``McpToolLimits`` field): ``MAX_CURSOR_BYTES`` is the kit's copy of it.
 - **Per-tool admission.** The name pattern, description bytes and ``taskSupport`` checks are inline in the same
-  function too; ``catalog.verdict_of`` repeats them in its order. Tests compare both with ``discover_mcp_tools``.
+  function too; ``listing.verdict_of`` repeats them in its order. Tests compare both with ``discover_mcp_tools``.
 - **Why a schema is refused.** The only structured result is a code: ``_remote_contract`` raises
   ``McpAdapterError`` with ``code`` ``mcp_schema_unsupported`` and no details, whichever check refused (its size
   and ``$schema`` checks, which the catalog repeats for their reasons, or purra's contract, whose

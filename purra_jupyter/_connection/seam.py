@@ -4,7 +4,7 @@ A message names only what the kit knows (the server's name, a timeout, a working
 chose (an error's text, a line that is not JSON-RPC) goes to ``server_text``, scrubbed before it is cut. The one
 exception is a protocol version, which a refusal names when it is a version's name (a date, a draft's name; no
 secret), so that a person sees which era the server is of. The HTTP transport reports its failures as each request's
-``Failure`` (``http_transport``): none of them comes here.
+``Failure`` (``_transports.http``): none of them comes here.
 """
 
 from __future__ import annotations

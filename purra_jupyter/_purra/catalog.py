@@ -106,7 +106,7 @@ class ToolVerdict:
 
     @property
     def shown_name(self) -> str:
-        """The name as a person is shown it: invisible and control characters escaped (``names.visible``)."""
+        """The name as a person is shown it: invisible and control characters escaped (``visible.visible``)."""
         return visible(self.name)
 
     @property

@@ -271,7 +271,7 @@ def _settled(read: Future[ResourceContents]) -> ResourceContents | McpSessionErr
 
 @dataclass(frozen=True)
 class _ViewHost:
-    """What a tool's view reaches of its session (``ui.apps.ViewHost``): its tools, its calls, its ui:// reads, as
+    """What a tool's view reaches of its session (``_ui.views.ViewHost``): its tools, its calls, its ui:// reads, as
     the session hands them over."""
 
     connection: Connection
