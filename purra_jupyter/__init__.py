@@ -28,8 +28,7 @@ if TYPE_CHECKING:
     from ._purra.envelope import Envelope, RawResult
     from ._session.opening import connect, replay
     from ._session.pool import Engine, evaluate
-    from ._session.registry import sessions
-    from ._session.session import McpSession
+    from ._session.session import McpSession, sessions
     from ._ui.approval import PendingCall
     from ._ui.forms import SchemaForm
     from ._ui.offering_forms import OfferingForm
@@ -73,7 +72,7 @@ _PUBLIC = {
     "evaluate": "_session.pool",
     "load_servers": "_base.config",
     "replay": "_session.opening",
-    "sessions": "_session.registry",
+    "sessions": "_session.session",
 }
 
 

@@ -39,8 +39,7 @@ from ._beside.offerings import template_variables
 from ._purra.bindings import allow_any_scope
 from ._purra.listing import check_digest
 from ._session.opening import connect, with_views_decided
-from ._session.registry import registry
-from ._session.session import INSTRUCTIONS_LABEL, McpSession, shown_instructions
+from ._session.session import INSTRUCTIONS_LABEL, McpSession, registry, shown_instructions
 from ._ui.records import TICK_SECONDS, LiveOutput, combined, in_kernel, redraw_while
 
 if TYPE_CHECKING:

@@ -23,8 +23,7 @@ from .._transports.base import Transport
 from .._transports.memory import MemoryTransport
 from .._transports.stdio import StdioTransport
 from .caller import AUTO_APPROVAL_NOTE, check_approval
-from .registry import registry
-from .session import McpSession
+from .session import McpSession, registry
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,5 +1,5 @@
-"""The open sessions of this process, by name: one registry, which ``connect`` adds to and a session leaves when it
-closes."""
+"""The open sessions of this process, by name: ``session.registry`` is the one, which ``connect`` adds to and a session
+leaves when it closes."""
 
 from __future__ import annotations
 
@@ -8,24 +8,35 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
-from .._base import runner
 from .._base.errors import McpSessionError
 from .._base.wire import CONNECTION_CLOSED, SESSION_EXISTS, SESSION_UNKNOWN
 
-if TYPE_CHECKING:
-    from .session import McpSession
+
+class Registered(Protocol):
+    """What the registry needs of a session."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def cause(self) -> str: ...
+
+    def close(self, cause: str = ...) -> None: ...
+
+
+Session = TypeVar("Session", bound=Registered)
 
 CLOSED_KEPT = 64  # closed sessions whose name still says "closed" (not "unknown") until reused
 
 
-class SessionRegistry:
+class SessionRegistry(Generic[Session]):
     """The open sessions of this process, by name (and the names being connected); the names of the last
     ``CLOSED_KEPT`` closed ones, so using one says it was closed and why."""
 
     def __init__(self) -> None:
-        self._sessions: dict[str, McpSession] = {}
+        self._sessions: dict[str, Session] = {}
         self._reserved: set[str] = set()
         self._closed: OrderedDict[str, str] = OrderedDict()  # name -> why it closed
         self._lock = threading.Lock()
@@ -47,12 +58,12 @@ class SessionRegistry:
             with self._lock:
                 self._reserved.discard(name)
 
-    def add(self, session: McpSession) -> None:
+    def add(self, session: Session) -> None:
         with self._lock:
             self._sessions[session.name] = session
             self._closed.pop(session.name, None)
 
-    def remove(self, session: McpSession) -> None:
+    def remove(self, session: Session) -> None:
         with self._lock:
             if self._sessions.get(session.name) is session:
                 del self._sessions[session.name]
@@ -60,7 +71,7 @@ class SessionRegistry:
                 while len(self._closed) > CLOSED_KEPT:
                     self._closed.popitem(last=False)
 
-    def get(self, name: str) -> McpSession:
+    def get(self, name: str) -> Session:
         with self._lock:
             session, cause = self._sessions.get(name), self._closed.get(name)
         if session is None and cause is not None:
@@ -76,12 +87,12 @@ class SessionRegistry:
             )
         return session
 
-    def find(self, name: str) -> McpSession | None:
+    def find(self, name: str) -> Session | None:
         """The open session named ``name``, if there is one."""
         with self._lock:
             return self._sessions.get(name)
 
-    def list(self) -> list[McpSession]:
+    def list(self) -> list[Session]:
         with self._lock:
             return sorted(self._sessions.values(), key=lambda s: s.name)
 
@@ -90,13 +101,4 @@ class SessionRegistry:
             session.close(cause)
 
 
-registry = SessionRegistry()
-runner.on_stop(lambda: registry.close_all("interpreter exit"))
-
-
-def sessions() -> list[McpSession]:
-    """The sessions that are open (ready, stale or failed but not closed), by name."""
-    return registry.list()
-
-
-__all__ = ["CLOSED_KEPT", "SessionRegistry", "registry", "sessions"]
+__all__ = ["CLOSED_KEPT", "Registered", "SessionRegistry"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar,
 
 from traitlets import Enum, HasTraits, Int, dlink
 
+from .._base import runner
 from .._base.config import ServerConfig
 from .._base.egress import CellText, bundle, cell_text, cut
 from .._base.errors import McpSessionError
@@ -26,7 +27,7 @@ from .._purra.bindings import Bindings
 from .._purra.catalog import Catalog
 from .caller import Caller
 from .control import Control
-from .registry import registry
+from .registry import SessionRegistry
 
 if TYPE_CHECKING:
     from purra_mcp import McpCatalogMonitor, McpToolLimits
@@ -315,6 +316,15 @@ class McpSession(HasTraits):
         return bundle(key_value_table(rows, "purra-session"), self.__repr__())
 
 
+registry: SessionRegistry[McpSession] = SessionRegistry()
+runner.on_stop(lambda: registry.close_all("interpreter exit"))
+
+
+def sessions() -> list[McpSession]:
+    """The sessions that are open (ready, stale or failed but not closed), by name."""
+    return registry.list()
+
+
 INSTRUCTIONS_LABEL = "the server's instructions (its own words, shown as text)"
 INSTRUCTIONS_CHARS = 4_000  # of the server's instructions shown (s.instructions keeps them whole)
 
@@ -324,4 +334,4 @@ def shown_instructions(instructions: str) -> str:
     return cut(instructions, INSTRUCTIONS_CHARS, "s.instructions")
 
 
-__all__ = ["INSTRUCTIONS_LABEL", "McpSession", "forward", "shown_instructions"]
+__all__ = ["INSTRUCTIONS_LABEL", "McpSession", "forward", "registry", "sessions", "shown_instructions"]
