@@ -48,9 +48,9 @@ import {
   lockedHtml,
   proxyDocument
 } from './sandbox';
-import { WIDGET_MIME, WidgetOutput, panelOf } from './widgets';
+import { APP_MIME, WIDGET_MIME } from './mimetypes';
+import { WidgetOutput, panelOf } from './widgetoutput/widgets';
 
-export const APP_MIME = 'application/vnd.purra.app+json';
 /** The comm target of the kernel's side (purra_jupyter/ui/apps.py: COMM_TARGET). */
 const COMM_TARGET = 'purra.app';
 const FIRST_HEIGHT = 200;
@@ -663,7 +663,7 @@ export class AppOutput extends Panel implements IRenderMime.IRenderer {
   private _unguard: (() => void) | null = null;
 }
 
-/** Before ipywidgets' view and ours (widgets.ts), so that the view is what draws this output. */
+/** Before ipywidgets' view and ours (widgetoutput/plugin.ts), so that the view is what draws this output. */
 export const APP_RANK = -30;
 
 /** Adds the view renderer to the application's rendermime. */

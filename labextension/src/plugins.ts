@@ -3,8 +3,8 @@
 import type { JupyterFrontEndPlugin } from '@jupyterlab/application';
 
 import { appPlugin } from './apps';
-import { widgetPlugin } from './widgets';
+import { widgetOutputPlugin } from './widgetoutput/plugin';
 
-const plugins: JupyterFrontEndPlugin<void>[] = [widgetPlugin, appPlugin];
+const plugins: JupyterFrontEndPlugin<void>[] = [widgetOutputPlugin, appPlugin];
 
 export default plugins;
