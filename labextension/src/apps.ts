@@ -20,10 +20,11 @@ import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { type Kernel, ServerConnection } from '@jupyterlab/services';
 import { Panel, Widget } from '@lumino/widgets';
 
+import { CLASS as DOM_CLASS, type JSONObject, asArray, asObject, asText, el, label } from './dom';
+import { guardClicks } from './guard';
+import { CSP_WORDS, type IOffer, offer } from './mcpapps/origins';
 import {
   Budget,
-  CSP_WORDS,
-  type IOffer,
   MAX_HEIGHT,
   NOT_SUPPORTED,
   PENDING_MAX,
@@ -32,11 +33,8 @@ import {
   Waiting,
   busy,
   inbound,
-  offer,
   route
-} from './bridge';
-import { CLASS as DOM_CLASS, type JSONObject, asArray, asObject, asText, el, label } from './dom';
-import { guardClicks } from './guard';
+} from './mcpapps/protocol';
 import {
   CSP_KEYS,
   KEEPER_READY,
@@ -47,7 +45,7 @@ import {
   keeperDocument,
   lockedHtml,
   proxyDocument
-} from './sandbox';
+} from './mcpapps/sandbox';
 import { APP_MIME, WIDGET_MIME } from './mimetypes';
 import { WidgetOutput, panelOf } from './widgetoutput/widgets';
 

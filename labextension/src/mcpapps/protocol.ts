@@ -1,12 +1,11 @@
 /**
  * The host side of a view's bridge (MCP Apps), as pure functions and small state holders with no DOM: which message
- * the host acts on, where each request goes, how many of the view's requests may wait, the frame's height, the
- * budget of what a view may add to its output, and which origins the person is offered. apps.ts wires them to the
- * page; the jest tests drive them directly.
+ * the host acts on, where each request goes, how many of the view's requests may wait, the frame's height and the
+ * budget of what a view may add to its output. apps.ts wires them to the page; the jest tests drive them directly.
  */
 
-import { type JSONObject, asObject } from './dom';
-import { type IViewCsp, CSP_KEYS, PROXY_READY, viewCsp } from './sandbox';
+import { type JSONObject, asObject } from '../dom';
+import { PROXY_READY } from './sandbox';
 
 /** How many requests of one view may wait at once (for an approval, the kernel or the server): a person decides a
  * few at a time, and a view asking more is refused at once rather than queued in front of them. The kernel holds
@@ -176,101 +175,3 @@ export class Budget {
   private _tokens: number;
   private _last: number | null = null;
 }
-
-// --- origins -------------------------------------------------------------------------------------------------
-
-const DEFAULT_PORTS: { readonly [scheme: string]: string } = { http: '80', ws: '80', https: '443', wss: '443' };
-
-interface IOriginParts {
-  secure: boolean;
-  host: string;
-  port: string;
-}
-
-/** An origin's scheme family (http and ws alike, https and wss alike), host and port (the default one spelled). */
-function parts(origin: string): IOriginParts | null {
-  const found = /^(https?|wss?):\/\/(\[[0-9a-f:.]+\]|[^/:]+)(?::([0-9]{1,5}))?$/i.exec(origin.trim());
-  if (found === null) {
-    return null;
-  }
-  const scheme = found[1].toLowerCase();
-  return {
-    secure: scheme === 'https' || scheme === 'wss',
-    host: found[2].toLowerCase(),
-    port: found[3] ?? DEFAULT_PORTS[scheme]
-  };
-}
-
-/** Whether a host name reaches this machine's own loopback interface whatever it is called. */
-function loopback(host: string): boolean {
-  return (
-    host === 'localhost' ||
-    host.endsWith('.localhost') ||
-    host === '[::1]' ||
-    /^127(\.[0-9]{1,3}){3}$/.test(host) ||
-    host === '0.0.0.0'
-  );
-}
-
-/** Whether `pattern` (a host, or `*.` and a domain) names `host`. */
-function namesHost(pattern: string, host: string): boolean {
-  if (pattern.startsWith('*.')) {
-    return host.endsWith(pattern.slice(1)) || host === pattern.slice(2);
-  }
-  return pattern === host;
-}
-
-/**
- * Whether a declared origin would reach the server that serves this page (its origin, its base URL's, its
- * websocket's: `page`), whatever scheme of the pair or loopback name it uses: a view must never be given the
- * Jupyter server, which runs code.
- */
-export function servesThisPage(origin: string, page: ReadonlyArray<string>): boolean {
-  const declared = parts(origin);
-  if (declared === null) {
-    return false;
-  }
-  return page.some(pageOrigin => {
-    const served = parts(pageOrigin);
-    if (served === null || served.port !== declared.port) {
-      return false;
-    }
-    if (namesHost(declared.host, served.host)) {
-      return true;
-    }
-    const wildcard = declared.host.startsWith('*.');
-    return loopback(served.host) && (loopback(declared.host) || (wildcard && declared.host.endsWith('.localhost')));
-  });
-}
-
-export const PAGE_ORIGIN_REASON = 'the Jupyter server that serves this notebook (never given to a view)';
-
-/** What the person is offered to allow: the declared origins but those that serve this page, which are refused. */
-export interface IOffer {
-  csp: IViewCsp;
-  refused: Array<{ key: keyof IViewCsp; origin: string; why: string }>;
-}
-
-export function offer(declared: unknown, page: ReadonlyArray<string>): IOffer {
-  const all = viewCsp(declared);
-  const csp = viewCsp({});
-  const refused: IOffer['refused'] = [];
-  for (const key of CSP_KEYS) {
-    for (const origin of all[key]) {
-      if (servesThisPage(origin, page)) {
-        refused.push({ key, origin, why: PAGE_ORIGIN_REASON });
-      } else {
-        csp[key].push(origin);
-      }
-    }
-  }
-  return { csp, refused };
-}
-
-/** What each directive lets the view do, in words, for the list the person reads before allowing it. */
-export const CSP_WORDS: { readonly [key in keyof IViewCsp]: string } = {
-  connectDomains: 'fetch and WebSocket to it',
-  resourceDomains: 'scripts, styles, images and fonts from it',
-  frameDomains: 'its pages in frames',
-  baseUriDomains: 'its addresses as the base'
-};
