@@ -1,9 +1,11 @@
 /**
  * Which origins a tool's view is offered, as pure functions: the ones its server declared (sandbox.ts: viewCsp) but
- * any that serves this page, which are refused. apps.ts shows them; the jest tests drive them directly.
+ * any that serves this page, which are refused; the lines the person reads before allowing them; and the origins
+ * the view gets once the person has chosen. widgets.ts shows them; the jest tests drive them directly.
  */
 
-import { type IViewCsp, CSP_KEYS, viewCsp } from './sandbox';
+import { type JSONObject, asArray, asText } from '../dom';
+import { type IViewCsp, CSP_KEYS, NO_ORIGINS, viewCsp } from './sandbox';
 
 const DEFAULT_PORTS: { readonly [scheme: string]: string } = { http: '80', ws: '80', https: '443', wss: '443' };
 
@@ -100,3 +102,53 @@ export const CSP_WORDS: { readonly [key in keyof IViewCsp]: string } = {
   frameDomains: 'its pages in frames',
   baseUriDomains: 'its addresses as the base'
 };
+
+/**
+ * The origins that serve this page: its own (`location`, the page's) and those of its server's URLs (base URL,
+ * websocket URL), each made absolute against the page's address; a URL that is none adds nothing.
+ */
+export function pageOrigins(
+  location: { readonly origin: string; readonly href: string },
+  urls: ReadonlyArray<string>
+): string[] {
+  const origins = [location.origin];
+  for (const url of urls) {
+    try {
+      origins.push(new URL(url, location.href).origin);
+    } catch {
+      // not a URL: nothing more to refuse
+    }
+  }
+  return origins;
+}
+
+/** The origins the view may reach: those the person allowed, none until they have. */
+export function grantedCsp(data: JSONObject, offered: IOffer): IViewCsp {
+  return data.allowed === true ? offered.csp : NO_ORIGINS;
+}
+
+/** What the person reads about the view's origins: what it may (or asks to) reach, and what was refused. */
+export interface IDomainLines {
+  /** `connectDomains: https://api.example (fetch and WebSocket to it)`, then the permissions it asks for. */
+  readonly reach: ReadonlyArray<string>;
+  /** What purra_jupyter refused (the payload's `refused`), then the origins that serve this page. */
+  readonly refused: ReadonlyArray<string>;
+}
+
+export function domainLines(data: JSONObject, offered: IOffer): IDomainLines {
+  const reach: string[] = [];
+  for (const key of CSP_KEYS) {
+    for (const origin of offered.csp[key]) {
+      reach.push(`${key}: ${origin} (${CSP_WORDS[key]})`);
+    }
+  }
+  const permissions = asArray(data.permissions).map(asText);
+  if (permissions.length > 0) {
+    reach.push(`permissions: ${permissions.join(', ')}`);
+  }
+  const refused = [
+    ...asArray(data.refused).map(asText),
+    ...offered.refused.map(item => `${item.key} ${item.origin}: ${item.why}`)
+  ];
+  return { reach, refused };
+}

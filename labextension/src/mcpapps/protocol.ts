@@ -1,11 +1,13 @@
 /**
  * The host side of a view's bridge (MCP Apps), as pure functions and small state holders with no DOM: which message
- * the host acts on, where each request goes, how many of the view's requests may wait, the frame's height and the
- * budget of what a view may add to its output. apps.ts wires them to the page; the jest tests drive them directly.
+ * the host acts on, where each request goes, how many of the view's requests may wait, the frame's height, the
+ * budget of what a view may add to its output, the messages the host sends to the view and to the kernel, and the
+ * answer to `ui/initialize`. widgets.ts wires them to the page; the jest tests drive them directly.
  */
 
-import { type JSONObject, asObject } from '../dom';
-import { PROXY_READY } from './sandbox';
+import { type JSONObject, asArray, asObject, asText } from '../dom';
+import { WIDGET_MIME } from '../mimetypes';
+import { type IViewCsp, PROXY_READY, RESOURCE_READY, WEBRTC_OPEN, lockedHtml } from './sandbox';
 
 /** How many requests of one view may wait at once (for an approval, the kernel or the server): a person decides a
  * few at a time, and a view asking more is refused at once rather than queued in front of them. The kernel holds
@@ -174,4 +176,201 @@ export class Budget {
   dropped = 0;
   private _tokens: number;
   private _last: number | null = null;
+}
+
+// --- messages to the view ------------------------------------------------------------------------------------
+
+/** One JSON-RPC message, as posted to the view's proxy. */
+export type Message = { [key: string]: unknown };
+export type RequestId = number | string;
+
+/** The notifications of the view the host acts on, and the ones it sends. */
+export const INITIALIZED = 'ui/notifications/initialized';
+export const SIZE_CHANGED = 'ui/notifications/size-changed';
+export const LOG_MESSAGE = 'notifications/message';
+export const TOOL_INPUT = 'ui/notifications/tool-input';
+export const TOOL_RESULT = 'ui/notifications/tool-result';
+export const HOST_CONTEXT_CHANGED = 'ui/notifications/host-context-changed';
+
+export function answer(id: RequestId, result: unknown): Message {
+  return { jsonrpc: '2.0', id, result };
+}
+
+export function refusal(id: RequestId, code: number, message: string): Message {
+  return { jsonrpc: '2.0', id, error: { code, message } };
+}
+
+export function notification(method: string, params: unknown): Message {
+  return { jsonrpc: '2.0', method, params };
+}
+
+/** The refusal of an address beyond the view's budget of them. */
+export const TOO_MANY_LINKS = 'mcp_app_refused: too many addresses to open; the last ones are shown.';
+
+/** The refusal of a method the host does not support. */
+export function unsupported(id: RequestId, method: string): Message {
+  return refusal(id, NOT_SUPPORTED, `${method} is not supported by purra-jupyter`);
+}
+
+/**
+ * The view's document for the proxy (`sandbox-resource-ready`): its HTML with the lockdown first when the page's
+ * peer keeper holds its process's peer connections (`closed`), else only the line saying why it is stopped.
+ */
+export function resourceReady(closed: boolean, html: string): Message {
+  return notification(RESOURCE_READY, { html: closed ? lockedHtml(html) : `<p>${WEBRTC_OPEN}</p>` });
+}
+
+/** The call's input and result, which the view gets once it says it is initialized. */
+export function toolNotifications(data: JSONObject): Message[] {
+  return [notification(TOOL_INPUT, { arguments: data.toolInput }), notification(TOOL_RESULT, data.toolResult)];
+}
+
+export function hostContextChanged(theme: Theme, variables: StyleVariables): Message {
+  return notification(HOST_CONTEXT_CHANGED, { theme, styles: { variables } });
+}
+
+// --- the kernel ----------------------------------------------------------------------------------------------
+
+/** A message of the kernel (purra_jupyter/ui/apps.py) as the host acts on it: the view is gone, the answer to a
+ * request of the view (already settled in `waiting`), or nothing (not one of ours, or answered already). */
+export type KernelEvent = { kind: 'gone' } | { kind: 'answer'; message: Message } | null;
+
+export function fromKernel(data: JSONObject, waiting: Waiting): KernelEvent {
+  if (data.type === 'gone') {
+    return { kind: 'gone' };
+  }
+  if (data.type !== 'response') {
+    return null;
+  }
+  const viewId = waiting.settle(data.id);
+  if (viewId === undefined) {
+    return null;
+  }
+  const message: Message = { jsonrpc: '2.0', id: viewId };
+  if (data.error !== undefined) {
+    message.error = data.error;
+  } else {
+    message.result = data.result;
+  }
+  return { kind: 'answer', message };
+}
+
+/** What the host sends the kernel: a request of the view under the host's own id, a log line, the person's choice
+ * of origins. */
+export function kernelRequest(local: number, method: string, params: JSONObject): JSONObject {
+  return { type: 'request', id: local, method, params };
+}
+
+export function kernelLog(params: JSONObject): JSONObject {
+  return { type: 'log', params };
+}
+
+export function domainsChoice(allow: boolean): JSONObject {
+  return { type: 'domains', allow };
+}
+
+// --- ui/initialize -------------------------------------------------------------------------------------------
+
+export type Theme = 'light' | 'dark';
+export type StyleVariables = { [name: string]: string };
+
+/** The theme JupyterLab shows, from its body's `data-jp-theme-light`. */
+export function themeOf(themeLight: string | undefined): Theme {
+  return themeLight === 'false' ? 'dark' : 'light';
+}
+
+/** The spec's style variables and the JupyterLab CSS variables they are read from. */
+export const STYLE_VARIABLES: ReadonlyArray<readonly [string, string]> = [
+  ['--color-background-primary', '--jp-layout-color0'],
+  ['--color-background-secondary', '--jp-layout-color1'],
+  ['--color-text-primary', '--jp-ui-font-color0'],
+  ['--color-text-secondary', '--jp-ui-font-color1'],
+  ['--color-border-primary', '--jp-border-color1'],
+  ['--font-sans', '--jp-ui-font-family'],
+  ['--font-mono', '--jp-code-font-family']
+];
+
+/** JupyterLab's theme colours and fonts under the spec's names, as `read` gives them (empty ones left out). */
+export function styleVariables(read: (name: string) => string): StyleVariables {
+  const variables: StyleVariables = {};
+  for (const [spec, ours] of STYLE_VARIABLES) {
+    const value = read(ours).trim();
+    if (value) {
+      variables[spec] = value;
+    }
+  }
+  return variables;
+}
+
+/** What the host knows of the page when the view asks `ui/initialize`. */
+export interface IHostFacts {
+  /** The origins the view may reach (origins.ts: grantedCsp). */
+  readonly csp: IViewCsp;
+  readonly theme: Theme;
+  readonly variables: StyleVariables;
+  /** The output's width in pixels; 0 while it is not laid out. */
+  readonly width: number;
+  readonly locale: string;
+  readonly timeZone: string;
+}
+
+/** The answer to `ui/initialize`: the host, what it supports, and the context the view is drawn in. */
+export function initializeResult(data: JSONObject, facts: IHostFacts): JSONObject {
+  const allowed = data.allowed === true;
+  return {
+    protocolVersion: stringField(data, 'protocolVersion') || '2026-01-26',
+    hostInfo: { name: 'purra-jupyter', version: stringField(data, 'hostVersion') },
+    hostCapabilities: {
+      openLinks: {},
+      serverTools: {},
+      serverResources: {},
+      logging: {},
+      sandbox: {
+        csp: facts.csp,
+        permissions: allowed ? Object.fromEntries(asArray(data.permissions).map(name => [asText(name), {}])) : {}
+      }
+    },
+    hostContext: {
+      toolInfo: { tool: data.toolInfo ?? {} },
+      theme: facts.theme,
+      styles: { variables: facts.variables },
+      displayMode: 'inline',
+      availableDisplayModes: ['inline'],
+      containerDimensions: facts.width > 0 ? { width: facts.width, maxHeight: MAX_HEIGHT } : { maxHeight: MAX_HEIGHT },
+      locale: facts.locale,
+      timeZone: facts.timeZone,
+      platform: 'web'
+    }
+  };
+}
+
+// --- the payload ---------------------------------------------------------------------------------------------
+
+/** A string field of the saved payload, or '' (a saved file may hold anything). */
+export function stringField(data: JSONObject, key: string): string {
+  return typeof data[key] === 'string' ? (data[key] as string) : '';
+}
+
+/**
+ * What decides whether the view is drawn anew (a new frame, the view started again): which view, its HTML's digest,
+ * the person's choice of origins and the output's trust. Anything else the kernel rewrites (a decision, an
+ * approval) leaves the running view as it is.
+ */
+export function viewKey(data: JSONObject, trusted: boolean): string {
+  return [stringField(data, 'viewId'), stringField(data, 'sha256'), String(data.allowed === true), trusted].join(' ');
+}
+
+/** One approval of the view's calls waiting for the person: its widget model id and its output's MIME bundle. */
+export interface IPendingApproval {
+  readonly modelId: string;
+  readonly bundle: JSONObject;
+}
+
+/** The approvals the payload lists (at most PENDING_MAX, what the kernel holds), each with its model id. */
+export function pendingApprovals(data: JSONObject): IPendingApproval[] {
+  return asArray(data.pending)
+    .map(asObject)
+    .filter((item): item is JSONObject => item !== null)
+    .slice(0, PENDING_MAX)
+    .map(bundle => ({ modelId: asText(asObject(bundle[WIDGET_MIME])?.model_id), bundle }));
 }
