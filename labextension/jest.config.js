@@ -1,4 +1,4 @@
-// Unit tests of the pure functions (src/dom.ts, tree.ts, blocks.ts, catalog.ts, widgetview.ts, sandbox.ts, bridge.ts, guard.ts) in jsdom, compiled by ts-jest.
+// Unit tests of the pure modules (src/dom.ts, renderers.ts, blocks.ts, tree.ts, catalog.ts, guard.ts, widgetoutput/renderers.ts, mcpapps/protocol.ts, origins.ts, renderers.ts, sandbox.ts) in jsdom, compiled by ts-jest.
 module.exports = {
   testEnvironment: 'jsdom',
   roots: ['<rootDir>/test'],

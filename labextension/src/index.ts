@@ -1,17 +1,11 @@
-/** The mime extension: our three renderers, registered for the MIME types purra_jupyter emits. */
+/** The mime extension: our three widgets (widgets.ts), registered for the MIME types purra_jupyter emits. */
 
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
-import {
-  CATALOG_MIME,
-  CatalogRenderer,
-  ENVELOPE_MIME,
-  EnvelopeRenderer,
-  RAW_RESULT_MIME,
-  RawResultRenderer
-} from './renderers';
+import { CATALOG_MIME, ENVELOPE_MIME, RAW_RESULT_MIME } from './mimetypes';
+import { RenderedCatalog, RenderedEnvelope, RenderedRawResult } from './widgets';
 
-export { CATALOG_MIME, ENVELOPE_MIME, RAW_RESULT_MIME } from './renderers';
+export { CATALOG_MIME, ENVELOPE_MIME, RAW_RESULT_MIME } from './mimetypes';
 
 const extensions: IRenderMime.IExtension[] = [
   {
@@ -19,7 +13,7 @@ const extensions: IRenderMime.IExtension[] = [
     rendererFactory: {
       safe: true,
       mimeTypes: [ENVELOPE_MIME],
-      createRenderer: options => new EnvelopeRenderer(options)
+      createRenderer: options => new RenderedEnvelope(options)
     },
     rank: 0,
     dataType: 'json'
@@ -29,7 +23,7 @@ const extensions: IRenderMime.IExtension[] = [
     rendererFactory: {
       safe: true,
       mimeTypes: [RAW_RESULT_MIME],
-      createRenderer: options => new RawResultRenderer(options)
+      createRenderer: options => new RenderedRawResult(options)
     },
     rank: 0,
     dataType: 'json'
@@ -39,7 +33,7 @@ const extensions: IRenderMime.IExtension[] = [
     rendererFactory: {
       safe: true,
       mimeTypes: [CATALOG_MIME],
-      createRenderer: options => new CatalogRenderer(options)
+      createRenderer: options => new RenderedCatalog(options)
     },
     rank: 0,
     dataType: 'json'

@@ -1,18 +1,14 @@
 /**
- * The Lumino widgets implementing `IRenderMime.IRenderer`: PurrA envelopes, raw MCP results and tool catalogs.
+ * The pure render functions of the MIME extension, as JupyterLab's rendermime keeps them apart from its widgets
+ * (widgets.ts): each draws one payload into an empty host node and returns nothing else, so jest drives it in jsdom.
  *
  * Every string in these payloads comes from an MCP server nobody here trusts, so all of it is drawn with
- * `textContent` (dom.ts); none of it is HTML, which is why the factories can declare themselves `safe`. The
- * renderer options' sanitizer is kept for any HTML a renderer would ever draw; none does today.
+ * `textContent` (dom.ts, blocks.ts, tree.ts, catalog.ts); none of it is HTML.
  *
  * The kit's own fixed words about a result (a raw result's label, the label of a server's error text, what an
  * effect state means, the verdict badges) come with each payload under `labels`, from purra_jupyter
- * (envelope.py, catalog.py). The words of this front end alone (the search box, column names) go through the
- * options' translator, domain `purra-jupyter`.
+ * (envelope.py, catalog.py). The words of this front end alone (the search box, column names) go through `trans`.
  */
-
-import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
-import { Widget } from '@lumino/widgets';
 
 import {
   appendDecision,
@@ -25,106 +21,65 @@ import {
   malformed
 } from './blocks';
 import { drawCatalog } from './catalog';
-import { CLASS, JSONObject, Trans, asArray, asObject, asText, el, label, pre, untranslated } from './dom';
+import { CLASS, type JSONObject, type Trans, asArray, asObject, asText, el, label, pre } from './dom';
+import { ENVELOPE_MIME, RAW_RESULT_MIME } from './mimetypes';
 
-/** The MIME types purra_jupyter emits (see purra_jupyter/wire.py). */
-export const ENVELOPE_MIME = 'application/vnd.purra.envelope+json';
-export const RAW_RESULT_MIME = 'application/vnd.purra.raw-result+json';
-export const CATALOG_MIME = 'application/vnd.purra.catalog+json';
-
-/** The translation domain of this front end's own words. */
-export const DOMAIN = 'purra-jupyter';
+/** One render function: draws `data` into the empty `host`. */
+export type PayloadRender = (host: HTMLElement, data: JSONObject, trans: Trans) => void;
 
 /**
- * What the three renderers share: the classes, the `data-mime-type` mark (as JupyterLab's own renderers
- * set it), the options' translator and sanitizer, clearing before each render, and the line shown for data
- * that is not an object.
+ * Draw the payload under `mimeType` into the emptied `host` with `render`, or the line for data that is not an
+ * object: what every widget of widgets.ts does with its model.
  */
-abstract class PurraRenderer extends Widget implements IRenderMime.IRenderer {
-  /** This front end's words, translated. */
-  protected readonly trans: Trans;
-  /** For HTML, should a renderer ever draw some: server data never is (it is drawn as text). */
-  protected readonly sanitizer: IRenderMime.ISanitizer;
-
-  constructor(
-    options: IRenderMime.IRendererOptions,
-    private readonly mimeType: string,
-    className: string
-  ) {
-    super();
-    this.trans = options.translator?.load(DOMAIN) ?? untranslated;
-    this.sanitizer = options.sanitizer;
-    this.addClass(CLASS.root);
-    this.addClass(className);
-    this.node.dataset['mimeType'] = mimeType;
-  }
-
-  renderModel(model: IRenderMime.IMimeModel): Promise<void> {
-    this.node.textContent = '';
-    const data = asObject(model.data[this.mimeType]);
-    if (data === null) {
-      this.node.appendChild(malformed(this.mimeType, this.trans));
-    } else {
-      this.draw(this.node, data);
-    }
-    return Promise.resolve();
-  }
-
-  /** Draw ``data`` into the empty ``node``. */
-  protected abstract draw(node: HTMLElement, data: JSONObject): void;
-}
-
-/** Shows a PurrA envelope: what a PurrA host gets from a bound tool. */
-export class EnvelopeRenderer extends PurraRenderer {
-  constructor(options: IRenderMime.IRendererOptions) {
-    super(options, ENVELOPE_MIME, CLASS.envelope);
-  }
-
-  protected draw(node: HTMLElement, data: JSONObject): void {
-    appendDecision(node, data, this.trans);
-    node.appendChild(header(label(data, 'kind', ENVELOPE_MIME), data));
-    appendEffect(node, data);
-    appendMessage(node, data);
-    appendServerText(node, data);
-    const envelope = asObject(data.envelope) ?? {};
-    for (const text of asArray(envelope.text)) {
-      node.appendChild(pre(asText(text)));
-    }
-    appendStructured(node, 'structured', envelope.structured, data.columns);
+export function renderPayload(
+  host: HTMLElement,
+  mimeType: string,
+  value: unknown,
+  trans: Trans,
+  render: PayloadRender
+): void {
+  host.textContent = '';
+  const data = asObject(value);
+  if (data === null) {
+    host.appendChild(malformed(mimeType, trans));
+  } else {
+    render(host, data, trans);
   }
 }
 
-/** Shows a raw tools/call result, every content block kept, clearly labelled as outside the contract. */
-export class RawResultRenderer extends PurraRenderer {
-  constructor(options: IRenderMime.IRendererOptions) {
-    super(options, RAW_RESULT_MIME, CLASS.raw);
+/** A PurrA envelope: what a PurrA host gets from a bound tool. */
+export function renderEnvelope(host: HTMLElement, data: JSONObject, trans: Trans): void {
+  appendDecision(host, data, trans);
+  host.appendChild(header(label(data, 'kind', ENVELOPE_MIME), data));
+  appendEffect(host, data);
+  appendMessage(host, data);
+  appendServerText(host, data);
+  const envelope = asObject(data.envelope) ?? {};
+  for (const text of asArray(envelope.text)) {
+    host.appendChild(pre(asText(text)));
   }
-
-  protected draw(node: HTMLElement, data: JSONObject): void {
-    appendDecision(node, data, this.trans);
-    node.appendChild(el('div', CLASS.rawLabel, label(data, 'raw', RAW_RESULT_MIME)));
-    node.appendChild(header(this.trans.__('raw result'), data));
-    appendMessage(node, data);
-    appendServerText(node, data);
-    const result = asObject(data.result) ?? {};
-    if (result.isError === true) {
-      node.appendChild(el('p', CLASS.error, this.trans.__('The server flagged this result isError: true.')));
-    }
-    const imageAlt = label(data, 'imageAlt', '');
-    for (const item of asArray(result.content)) {
-      node.appendChild(block(item, imageAlt));
-    }
-    appendStructured(node, 'structuredContent', result.structuredContent, data.columns);
-  }
+  appendStructured(host, 'structured', envelope.structured, data.columns);
 }
 
-/** Shows a server's tool catalog with PurrA verdicts, searchable and filterable (catalog.ts). */
-export class CatalogRenderer extends PurraRenderer {
-  constructor(options: IRenderMime.IRendererOptions) {
-    super(options, CATALOG_MIME, CLASS.catalog);
+/** A raw tools/call result, every content block kept, clearly labelled as outside the contract. */
+export function renderRawResult(host: HTMLElement, data: JSONObject, trans: Trans): void {
+  appendDecision(host, data, trans);
+  host.appendChild(el('div', CLASS.rawLabel, label(data, 'raw', RAW_RESULT_MIME)));
+  host.appendChild(header(trans.__('raw result'), data));
+  appendMessage(host, data);
+  appendServerText(host, data);
+  const result = asObject(data.result) ?? {};
+  if (result.isError === true) {
+    host.appendChild(el('p', CLASS.error, trans.__('The server flagged this result isError: true.')));
   }
+  const imageAlt = label(data, 'imageAlt', '');
+  for (const item of asArray(result.content)) {
+    host.appendChild(block(item, imageAlt));
+  }
+  appendStructured(host, 'structuredContent', result.structuredContent, data.columns);
+}
 
-  protected draw(node: HTMLElement, data: JSONObject): void {
-    drawCatalog(node, data, this.trans);
-  }
+/** A server's tool catalog with PurrA verdicts, searchable and filterable (catalog.ts). */
+export function renderCatalog(host: HTMLElement, data: JSONObject, trans: Trans): void {
+  drawCatalog(host, data, trans);
 }

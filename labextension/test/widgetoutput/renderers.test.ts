@@ -1,4 +1,4 @@
-import { deadControls, widgetData } from '../src/widgetview';
+import { deadControls, widgetData } from '../../src/widgetoutput/renderers';
 
 const XSS_IMG = '<img src=x onerror=window.__pwned=1>';
 

@@ -14,7 +14,7 @@ import {
   policy,
   proxyDocument,
   viewCsp
-} from '../src/sandbox';
+} from '../../src/mcpapps/sandbox';
 
 const SMUGGLED = 'https://a.example; script-src *';
 
