@@ -436,7 +436,7 @@ if __name__ == "__main__":  # pragma: no cover
 # --- views that try to trick the person ------------------------------------------------------------------------
 
 TRICKY = ROOT / "tests" / "servers" / "tricky_app_server.py"
-PENDING_MAX = 3  # labextension/src/bridge.ts, purra_jupyter/_ui/views.py
+PENDING_MAX = 3  # labextension/src/mcpapps/protocol.ts, purra_jupyter/_ui/views.py
 FLOOD = 150
 DOUBLE_CLICK_MS = 150  # the gap between the two clicks of a quick double click
 

@@ -36,7 +36,7 @@ READING = "reading its view"
 LOG_CHARS = 500  # of one log line a view sends
 JSONRPC_REFUSED = -32000  # the spec's implementation-defined error of a host that declines a request
 # How many of one view's calls may wait for a person at once (the labextension holds the same bound,
-# labextension/src/bridge.ts: PENDING_MAX): a person decides a few at a time; more are refused at once.
+# labextension/src/mcpapps/protocol.ts: PENDING_MAX): a person decides a few at a time; more are refused at once.
 PENDING_MAX = 3
 _live: dict[str, ViewOutput] = {}  # the views of this kernel, by the id their output carries
 _registered = False
