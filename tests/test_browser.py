@@ -43,6 +43,7 @@ from purra_jupyter._ui.records import widget_labels
 from purra_jupyter._ui.status import AGAIN as STATUS_AGAIN
 
 try:
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import expect, sync_playwright
 except ImportError:  # reported by the fixture, so that the rest of the suite still runs
     sync_playwright = None
@@ -493,7 +494,12 @@ def click_settled(button: Locator, tries: int = 5) -> None:
     guard = button.locator(f"xpath=ancestor::*[@{GUARD}][1]")
     for _ in range(tries):
         expect(button).to_be_enabled()
-        button.scroll_into_view_if_needed()
+        try:
+            button.scroll_into_view_if_needed()
+        except PlaywrightError as error:  # the output was drawn anew meanwhile: find the button again
+            if "not attached" not in str(error):
+                raise
+            continue
         expect(guard).to_have_attribute(GUARD, "ready")
         node = guard.element_handle()
         ignored = node.get_attribute(IGNORED)
@@ -501,7 +507,7 @@ def click_settled(button: Locator, tries: int = 5) -> None:
         counted = "(node, [name, before]) => !node.isConnected || node.getAttribute(name) === before"
         if node.evaluate(counted, [IGNORED, ignored]):
             return
-    raise AssertionError(f"the guard ignored {tries} clicks on {button}")
+    raise AssertionError(f"the guard ignored {tries} clicks on {button}, or it kept being drawn anew")
 
 
 def app_view(cell: Locator) -> FrameLocator:
