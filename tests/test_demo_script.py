@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,3 +126,36 @@ def test_the_fast_loop_runs_the_core_and_leaves_out_the_slow_parts() -> None:
                 "test_conformance.py", "server_everything", "published_example_servers")  # fmt: skip
     assert len(collected) >= 300 and not [line for line in collected if any(part in line for part in left_out)]
     assert "Success: no issues found" in run.stdout  # mypy ran first
+
+
+GROUPED_CONFTEST = """
+import importlib.util, os, sys, pytest
+spec = importlib.util.spec_from_file_location("suite_conftest", {suite!r})
+suite = sys.modules["suite_conftest"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(suite)
+pytest_collection_modifyitems = suite.pytest_collection_modifyitems  # the suite's own hook
+
+@pytest.fixture(scope="session")
+def binder_env():
+    with open("built", "a") as record:
+        record.write(os.environ["PYTEST_XDIST_WORKER"] + "\\n")
+"""
+
+
+def test_the_tests_of_one_group_run_on_one_worker(tmp_path: Path) -> None:
+    """The suite's groups hold under pytest-xdist (two workers, ``--dist loadgroup``): two tests that use
+    ``binder_env``, in two modules, run on one worker, so the Binder environment is built once (pytest 9.2 silently
+    ended the grouping: pyproject keeps pytest below it)."""
+    (tmp_path / "conftest.py").write_text(GROUPED_CONFTEST.format(suite=str(ROOT / "tests" / "conftest.py")))
+    for name in ("a", "b"):
+        (tmp_path / f"test_{name}.py").write_text(
+            "import time\n\ndef test_builds(binder_env, request):\n"
+            "    open('grouped', 'a').write(request.node.nodeid + '\\n')\n    time.sleep(0.5)\n\n"
+            "def test_other():\n    time.sleep(0.5)\n"
+        )
+    run = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
+                          "-q"], cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert len((tmp_path / "built").read_text().split()) == 1
+    grouped = (tmp_path / "grouped").read_text().split()
+    assert len(grouped) == 2 and all(nodeid.endswith("@binder") for nodeid in grouped), grouped  # xdist's group

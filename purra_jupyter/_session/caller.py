@@ -128,7 +128,7 @@ class Caller:
         check: Callable[[Any], object] | None = None,
         raw: bool = False,
         checkpoint: str | Path | None = None,
-        also_on: Sequence[PoolMember] = (),
+        also_on: Sequence[Any] = (),  # other McpSessions (checked: PoolMember)
     ) -> pd.DataFrame | PendingCall:
         """Call ``tool`` once per row of ``rows`` (a DataFrame, or a list of argument dicts) and return
         a DataFrame: the input columns, then ``ok, error_code, text, structured, elapsed_ms, message``,
@@ -156,7 +156,7 @@ class Caller:
         )  # fmt: skip
         return self._given(self._call(batch, approve, views=True)) if batch.waiting else batch.to_frame()
 
-    def _checked_pool(self, others: Sequence[PoolMember]) -> list[PoolMember]:
+    def _checked_pool(self, others: Sequence[Any]) -> list[PoolMember]:
         pool = list(others)
         for other in pool:
             if not isinstance(other, PoolMember) or other.connection is self.connection:
