@@ -549,6 +549,7 @@ def run_all(browser: Browser) -> None:
     assert failures.count() == 0, failures.all_inner_texts()
 
 
+@pytest.mark.timeout(300)  # a hang guard: the whole quickstart run, clicked, saved and reopened (about a minute)
 def test_every_decision_clicked_in_the_quickstart_is_in_the_saved_file(tmp_path: Path, browser: Browser) -> None:
     """Run the quickstart, decide each approval by a click (approve, deny, a batch, a form reviewed six times
     with an edit each time), save, stop the kernel, reload: every decision and result is drawn from the file."""
