@@ -76,6 +76,11 @@ _PUBLIC = {
 }
 
 
+# Modules still reachable by the name they had before the package had rooms (``from purra_jupyter import runner``):
+# the one event loop, which tools that watch the kit (its tasks, its thread) look at. Not part of ``__all__``.
+_MODULES = {"runner": "_base.runner"}
+
+
 def __getattr__(name: str) -> Any:
     """A public name, loaded (and kept) on first use."""
     if name == "__version__":
@@ -87,6 +92,8 @@ def __getattr__(name: str) -> Any:
             value = "0+unknown"
     elif name in _PUBLIC:
         value = getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
+    elif name in _MODULES:
+        value = importlib.import_module(f"{__name__}.{_MODULES[name]}")
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
