@@ -128,6 +128,15 @@ def test_the_fast_loop_runs_the_core_and_leaves_out_the_slow_parts() -> None:
     assert "Success: no issues found" in run.stdout  # mypy ran first
 
 
+def test_the_suites_servers_start_without_building_parsers_they_never_use() -> None:
+    """Every server, CLI and kernel the suite starts imports mcp, hence jsonschema's format checkers; with
+    rfc3987-syntax they build Lark parsers for about a second each (python-jsonschema/jsonschema#1428), which doubled
+    the fast loop. The test environment has rfc3987, which jsonschema prefers (pyproject's test extra)."""
+    code = "import sys, mcp; print('rfc3987_syntax' in sys.modules, 'rfc3987' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.stdout.split() == ["False", "True"], run.stdout + run.stderr
+
+
 GROUPED_CONFTEST = """
 import importlib.util, os, sys, pytest
 spec = importlib.util.spec_from_file_location("suite_conftest", {suite!r})
