@@ -110,32 +110,33 @@ def test_the_magic_takes_a_checkpoint(ip: Any, tmp_path: Path) -> None:
         assert len(lines(path)) == len(ROWS) and frame.attrs["summary"].checkpoint == str(path)
 
 
+KILLED_ROWS, KILLED_AFTER = 600, 150  # the batch, and the rows in its checkpoint when its kernel is killed
 KERNEL_BATCH = """
 import purra_jupyter as pj
 s = pj.connect(pj.ServerConfig("d", url={url!r}), approval="auto")
 s.bind("echo")
-frame = s.evaluate("echo", [{{"text": f"row {{i}}"}} for i in range(2000)], checkpoint={path!r})
+frame = s.evaluate("echo", [{{"text": f"row {{i}}"}} for i in range({rows})], checkpoint={path!r})
 print("DONE", len(frame), frame.attrs["summary"].resumed, frame["ok"].all(), sep="|")
 """
 
 
-@pytest.mark.timeout(300)  # a hang guard: two kernels and 2,000 calls over HTTP
+@pytest.mark.timeout(300)  # a hang guard: two kernels and 600 calls over HTTP
 def test_a_batch_in_a_killed_kernel_resumes_every_row_exactly_once(
     kernel: tuple[Any, Any], demo_http_url: str, tmp_path: Path
 ) -> None:
-    """A 2,000-row batch, its kernel killed (SIGKILL) part-way, rerun in a new kernel with the same checkpoint: the
-    final table has every row once, and the server finished at most one echo call beyond the 2,000 (the one in flight
+    """A 600-row batch, its kernel killed (SIGKILL) part-way, rerun in a new kernel with the same checkpoint: the
+    final table has every row once, and the server finished at most one echo call beyond the 600 (the one in flight
     when the kernel died: concurrency 1)."""
     manager, client = kernel
     path = tmp_path / "killed.jsonl"
-    code = KERNEL_BATCH.format(url=demo_http_url, path=str(path))
+    code = KERNEL_BATCH.format(url=demo_http_url, path=str(path), rows=KILLED_ROWS)
     client.execute(code)
-    wait_until(lambda: path.exists() and path.read_text().count("\n") >= 500, timeout=HANG_GUARD * 4,
-               what="500 rows of the batch in its checkpoint")  # fmt: skip
+    wait_until(lambda: path.exists() and path.read_text().count("\n") >= KILLED_AFTER, timeout=HANG_GUARD * 4,
+               what="rows of the batch in its checkpoint")  # fmt: skip
     os.kill(manager.provisioner.pid, signal.SIGKILL)
     manager.provisioner.process.wait(timeout=HANG_GUARD)
     kept_before = path.read_text().count("\n")
-    assert 500 <= kept_before < 2000, kept_before
+    assert KILLED_AFTER <= kept_before < KILLED_ROWS, kept_before
     manager.restart_kernel(now=True)
     client.wait_for_ready(timeout=HANG_GUARD * 2)
     printed: list[str] = []
@@ -146,8 +147,8 @@ def test_a_batch_in_a_killed_kernel_resumes_every_row_exactly_once(
     assert reply["content"]["status"] == "ok", reply["content"]
     [done] = [line for line in "".join(printed).splitlines() if line.startswith("DONE|")]
     _, rows, resumed, all_ok = done.split("|")
-    assert rows == "2000" and int(resumed) == kept_before and all_ok == "True", done
+    assert rows == str(KILLED_ROWS) and int(resumed) == kept_before and all_ok == "True", done
     keys = [entry["key"] for entry in lines(path)]
-    assert len(keys) == len(set(keys)) == 2000
+    assert len(keys) == len(set(keys)) == KILLED_ROWS
     with pj.connect(pj.ServerConfig("count", url=demo_http_url), approval="auto") as counter:
-        assert 2000 <= echo_count(counter) <= 2001
+        assert KILLED_ROWS <= echo_count(counter) <= KILLED_ROWS + 1

@@ -21,7 +21,16 @@ from collections.abc import Callable, Iterator
 
 import psutil
 import pytest
-from conftest import HANG_GUARD, children, demo_config, demo_http, interrupt_when, raw_config, wait_until
+from conftest import (
+    HANG_GUARD,
+    children,
+    demo_config,
+    demo_http,
+    demo_in_memory,
+    interrupt_when,
+    raw_config,
+    wait_until,
+)
 
 import purra_jupyter as pj
 
@@ -99,7 +108,7 @@ def test_a_scope_validator_that_raises_settles_every_path_with_one_code(
     caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    with pj.connect(demo_config("validator")) as demo:
+    with pj.connect(demo_in_memory("validator")) as demo:
         demo.bind("echo", scope_validator=failing_validator)
         in_code = demo.call("echo", {"text": "in code"}, approve=True)
 

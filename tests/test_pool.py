@@ -37,7 +37,8 @@ def test_pj_evaluate_over_three_processes_equals_one_sessions_frame() -> None:
 
 
 def test_the_rows_go_to_every_session_in_turn_at_most_concurrency_on_each() -> None:
-    with pj.connect(demo_config("a")) as a, pj.connect(demo_config("b")) as b, pj.connect(demo_config("c")) as c:
+    a, b, c = (pj.connect(demo_in_memory(name)) for name in "abc")
+    with a, b, c:
         for session in (a, b, c):
             session.bind("sleep", concurrency_safe=True)
         rows = [{"seconds": 0.05}] * 12

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import decided, demo_config
+from conftest import decided, demo_config, demo_in_memory
 
 import purra_jupyter as pj
 from purra_jupyter._base.transcript import Transcript
@@ -76,7 +76,7 @@ def test_pj_replay_on_the_same_server_over_stdio_finds_every_answer_the_same_and
 def test_one_approval_covers_the_replay_and_a_deny_sends_nothing(tmp_path: Path) -> None:
     path = tmp_path / "demo.jsonl"
     record(path)
-    with pj.connect(demo_config("asked")) as session:
+    with pj.connect(demo_in_memory("asked")) as session:
         pending = session.replay(path)
         assert pending.state == "pending"
         html = pending._repr_mimebundle_()["text/html"]

@@ -20,6 +20,7 @@ from conftest import (
     children,
     decided,
     demo_config,
+    demo_in_memory,
     interrupt_when,
     notes,
     raw_config,
@@ -81,16 +82,16 @@ def test_http_session_opens_is_used_and_closed(demo_http_url: str) -> None:
 
 
 def test_with_block_closes_the_session() -> None:
-    with pj.connect(demo_config()) as session:
+    with pj.connect(demo_in_memory()) as session:
         assert session.state == "ready"
     assert session.state == "closed"
     assert session.log.events("close")[-1].detail == "left the with block"
 
 
 def test_second_session_with_a_name_in_use_fails() -> None:
-    with pj.connect(demo_config("twice")):
+    with pj.connect(demo_in_memory("twice")):
         with pytest.raises(pj.McpSessionError) as caught:
-            pj.connect(demo_config("twice"))
+            pj.connect(demo_in_memory("twice"))
         assert caught.value.code == "mcp_session_exists"
         assert len(pj.sessions()) == 1
 
@@ -102,7 +103,7 @@ def test_server_stderr_lines_are_kept_and_logged() -> None:
 
 
 def test_list_changed_turns_the_session_stale_for_an_observer() -> None:
-    with pj.connect(demo_config()) as session:
+    with pj.connect(demo_in_memory()) as session:
         seen: list[str] = []
         session.observe(lambda change: seen.append(change["new"]), names="state")
         session.connection.request(lambda client: client.call_tool("toggle_extra_tool", {}))
@@ -266,7 +267,7 @@ def test_a_redirect_to_another_origin_never_carries_our_headers() -> None:
 
 def test_connect_refuses_bad_arguments() -> None:
     with pytest.raises(pj.McpSessionError) as caught:
-        pj.connect(demo_config(), approval="sometimes")
+        pj.connect(demo_in_memory(), approval="sometimes")
     assert caught.value.code == "mcp_config_invalid"
     with pytest.raises(pj.McpSessionError) as caught:
         pj.connect({"command": sys.executable})  # type: ignore[arg-type]
@@ -290,7 +291,7 @@ def test_interpreter_exit_closes_open_sessions_and_their_servers() -> None:
 
 
 def test_an_observer_that_raises_is_logged_and_the_session_keeps_working() -> None:
-    with pj.connect(demo_config()) as session:
+    with pj.connect(demo_in_memory()) as session:
 
         def broken(change: dict) -> None:
             raise ValueError("observer bug")
