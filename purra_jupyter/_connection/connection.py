@@ -32,7 +32,7 @@ from traitlets import Enum, HasTraits
 from .._base import runner
 from .._base.app_rules import client_extensions
 from .._base.config import Scrubber, ServerConfig
-from .._base.errors import KEPT_APART, McpSessionError
+from .._base.errors import McpSessionError
 from .._base.session_log import LogEntry, SessionLog
 from .._base.transcript import RECEIVED, SENT, Transcript
 from .._base.wire import (
@@ -47,17 +47,16 @@ from .._base.wire import (
     EVENT_SETTING,
     FAILED,
     READY,
-    RESULT_TOO_LARGE,
     STALE,
     STATES,
 )
 from .._transports.base import RequestId, Transport, TransportContext
-from .._transports.ingress import Ingress, NotJsonRpc
-from .._transports.stdio import EXIT_SECONDS, LineTooLong, StderrTail
+from .._transports.ingress import Ingress
+from .._transports.stdio import EXIT_SECONDS, StderrTail
 from . import purra_adapter
 from .handshake import accept_protocol, initialize
 from .notices import ServerNotices
-from .seam import ErrorSeam, offending_line
+from .seam import ErrorSeam, unreadable
 from .tracking import WAITING, CancelToken, Deadline, RequestTracker
 
 T = TypeVar("T")
@@ -295,6 +294,13 @@ class ServerHello:
         return " ".join(str(self.info[key]) for key in ("name", "version") if key in self.info) or "unknown"
 
 
+def _opened(part: T | None, name: str) -> T:
+    """``part`` of a connection that ``open`` makes, or ``mcp_connection_closed`` before it did."""
+    if part is None:
+        raise McpSessionError(CONNECTION_CLOSED, f"Session '{name}' was never opened.")
+    return part
+
+
 class Connection(HasTraits):
     """One monitored connection to one MCP server over ``transport``. ``state``: connecting, ready, stale (the
     server changed its tools), closed or failed (``cause`` says why). State, cause and requests change on the loop
@@ -339,16 +345,12 @@ class Connection(HasTraits):
     @property
     def monitor(self) -> McpCatalogMonitor:
         """purra-mcp's monitor of this connection (made when ``open`` has imported purra-mcp)."""
-        if self._monitor is None:
-            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' was never opened.")
-        return self._monitor
+        return _opened(self._monitor, self.name)
 
     @property
     def limits(self) -> McpToolLimits:
         """purra-mcp's limits of this connection (known once ``open`` has imported purra-mcp)."""
-        if self._limits is None:
-            raise McpSessionError(CONNECTION_CLOSED, f"Session '{self.name}' was never opened.")
-        return self._limits
+        return _opened(self._limits, self.name)
 
     @property
     def revision(self) -> int:
@@ -425,16 +427,12 @@ class Connection(HasTraits):
         from mcp import types
 
         await self.monitor.on_message(message)
-        if isinstance(message, LineTooLong):
-            self._fail(f"the server wrote a line of over {message.limit} bytes on its stdout, more than one message "
-                       "may be; it was not read", RESULT_TOO_LARGE)  # fmt: skip
-        elif isinstance(message, Exception):  # the line goes to the log and the failure's server_text, not its cause
-            if not self.ending.cause:  # the first one ends the session; what follows is its echo
-                line = message.excerpt if isinstance(message, NotJsonRpc) else offending_line(message, self.scrub)
+        if isinstance(message, Exception):
+            cause, code, line = unreadable(message, self.scrub)
+            if line is not None and not self.ending.cause:  # the first one ends the session; what follows is its echo
                 self.log.add(EVENT_ERROR, f"the server's line that is not valid JSON-RPC: {line}")
                 self.ending.server_text = line
-            self._fail(f"the server sent a message that is not valid JSON-RPC (its line is {KEPT_APART}, and in "
-                       "the session log)")  # fmt: skip
+            self._fail(cause, code)
         elif isinstance(message, types.ServerNotification):
             self.notices.heard(message, self.monitor.revision)
 

@@ -28,10 +28,13 @@ from .._base.wire import (
     PROTOCOL_ERROR,
     PROTOCOL_UNSUPPORTED,
     RESULT_INVALID,
+    RESULT_TOO_LARGE,
     STDIO,
     TIMEOUT,
     TRANSPORT_ERROR,
 )
+from .._transports.ingress import NotJsonRpc
+from .._transports.stdio import LineTooLong
 from .tracking import Deadline
 
 if TYPE_CHECKING:
@@ -194,6 +197,17 @@ def offending_line(error: Exception, scrub: Scrubber) -> str:
         except Exception:
             found = None
     return repr(scrub.shown(found if isinstance(found, str) else str(error)))
+
+
+def unreadable(message: Exception, scrub: Scrubber) -> tuple[str, str, str | None]:
+    """Why a server's message the SDK could not read ends the session: the cause, its code, and the server's line
+    (kept apart from the cause: for the log and the failure's ``server_text``; ``None`` when it was never read)."""
+    if isinstance(message, LineTooLong):
+        cause = f"the server wrote a line of over {message.limit} bytes on its stdout, more than one message may be"
+        return f"{cause}; it was not read", RESULT_TOO_LARGE, None
+    line = message.excerpt if isinstance(message, NotJsonRpc) else offending_line(message, scrub)
+    cause = f"the server sent a message that is not valid JSON-RPC (its line is {KEPT_APART}, and in the session log)"
+    return cause, CONNECTION_CLOSED, line
 
 
 def translate(exc: BaseException, speaker: Speaker, *, connecting: bool, deadline: Deadline | None) -> McpSessionError:
