@@ -206,6 +206,24 @@ def _config(args: argparse.Namespace, command: list[str], *, default_timeout: fl
     return options.to_config(default_timeout=default_timeout)
 
 
+def _held_config(namespace: Mapping[str, Any], args: argparse.Namespace, command: list[str]) -> ServerConfig:
+    """The server a notebook variable holds (``--from``): a ``ServerConfig``, or NAME's of a dict of them; it takes
+    NAME, and ``--timeout`` if given. Every other way of describing a server is the variable's to say."""
+    described = (args.url, args.config, args.header, args.env, args.secret_env, args.cwd, args.oauth, args.scope,
+                 args.client_id)  # fmt: skip
+    if command or any(described):
+        raise UsageError(f"{CONFIG_INVALID}: --from takes the whole server from '{args.source}'; give no command, "
+                         "--url, --config or server options (only --timeout).")  # fmt: skip
+    held = _variable(namespace, args.source, (ServerConfig, Mapping), "a ServerConfig or a dict of them")
+    if isinstance(held, Mapping) and not isinstance(held.get(args.name), ServerConfig):
+        listed = ", ".join(str(key) for key in held) or "none"
+        raise UsageError(f"{CONFIG_INVALID}: '{args.source}' holds no server '{args.name}'; it has: {listed}.")
+    config: ServerConfig = held[args.name] if isinstance(held, Mapping) else held
+    if config.name != args.name:
+        config = replace(config, name=args.name)
+    return config if args.timeout is None else config.with_timeout(args.timeout)
+
+
 def _reuse(session: McpSession, config: ServerConfig, approval: str, expect_digest: str | None) -> str:
     """Take the open ``session`` for a rerun of the ``%mcp_connect`` that opened it (same server; the timeout and
     the approval policy may change on an open session); what changed, in words. ``mcp_session_exists`` if the
@@ -365,6 +383,8 @@ class McpMagics(ShellMagics, Configurable):
               "does not say so: scrubbed from all the server sends")  # fmt: skip
     @argument("--cwd", help="working directory of a stdio server")
     @argument("--config", metavar="FILE", help="take NAME from an mcpServers / VS Code servers JSON file")
+    @argument("--from", dest="source", metavar="VAR", help="the pj.ServerConfig a notebook variable holds (or NAME "
+              "of a dict of them, as pj.load_servers gives): a server object of this kernel too")  # fmt: skip
     @argument("--timeout", type=float, help="seconds (default: %%config McpMagics.timeout)")
     @argument("--approval", choices=APPROVAL_POLICIES, help="approval policy (default: McpMagics.approval)")
     @argument("--expect-digest", metavar="HEX", help="fail with mcp_digest_mismatch if the catalog changed")
@@ -379,6 +399,7 @@ class McpMagics(ShellMagics, Configurable):
             %mcp_connect NAME --url URL [--header K=V]...         Streamable HTTP
             %mcp_connect NAME --url URL --oauth [--scope S]...    ... behind the MCP authorization flow
             %mcp_connect NAME --config mcp.json                   an entry of an mcpServers file
+            %mcp_connect NAME --from VAR                          a pj.ServerConfig held in a variable
 
         Examples::
 
@@ -397,7 +418,11 @@ class McpMagics(ShellMagics, Configurable):
             return args
         command = words[words.index("--") + 1 :] if "--" in words else []
         with _one_line_errors():
-            config = _config(args, command, default_timeout=self.timeout)
+            config = (
+                _held_config(self._shell.user_ns, args, command)
+                if args.source
+                else _config(args, command, default_timeout=self.timeout)
+            )
             if config.views is None and self.views is not None:
                 config = config.with_views(self.views)
             approval = args.approval or self.approval

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SERVERS
+from conftest import SERVERS, demo_in_memory
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
@@ -36,7 +36,15 @@ MAGICS = [
     "mcp_read",
     "mcp_prompt",
 ]
-DEMO = "demo -- {sys.executable} -m purra_jupyter.demo"
+STDIO_DEMO = "demo -- {sys.executable} -m purra_jupyter.demo"  # a line that describes the server: stdio
+DEMO = "demo --from servers"  # the demo in memory, where the line's server is not what a test is about
+
+
+@pytest.fixture(autouse=True)
+def servers(ip: InteractiveShell) -> None:
+    """``servers`` in the notebook, as ``pj.load_servers`` gives: an in-memory demo server for each name the tests
+    connect ``--from`` it."""
+    ip.user_ns["servers"] = {name: demo_in_memory(name) for name in ("demo", "auto", "other")}
 
 
 @pytest.fixture
@@ -141,7 +149,7 @@ def test_config_approval_sets_the_default_for_the_next_connect(ip: InteractiveSh
         ip.run_line_magic("config", 'McpMagics.approval = "prompt"')
     ip.run_line_magic("config", "McpMagics.timeout = 12.5")
     try:
-        session = ip.run_line_magic("mcp_connect", DEMO.replace("demo", "slow", 1))
+        session = ip.run_line_magic("mcp_connect", STDIO_DEMO.replace("demo", "slow", 1))
         assert session.config.timeout == 12.5
         ip.run_line_magic("mcp_disconnect", "--all")
     finally:
@@ -181,6 +189,34 @@ def test_a_config_file_entry_takes_the_timeout_from_the_line_or_the_config(
         ip.run_line_magic("config", "McpMagics.timeout = 30.0")
     # --timeout wins, then the entry's own timeout, then %config McpMagics.timeout
     assert timeouts == {("plain", ""): 7, ("own", ""): 11, ("plain", "--timeout 3"): 3, ("own", "--timeout 4"): 4}
+
+
+def test_connect_from_a_variable_takes_its_server_by_name_and_only_the_timeout_from_the_line(
+    ip: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--from VAR``: the ``pj.ServerConfig`` a variable holds (an in-memory server here), or NAME's of a dict of
+    them; the session takes NAME and ``--timeout``; anything else that describes a server is a mistake."""
+    ip.user_ns["mine"] = pj.ServerConfig("built", server=servers_of(ip)["other"].server, timeout=9)
+    with ip.run_line_magic("mcp_connect", "held --from mine") as held:
+        assert held.name == "held" and held.config.timeout == 9 and held.transport == "memory"
+        assert ip.run_line_magic("mcp_call", 'held echo --yes {"text": "from a variable"}').ok
+    with ip.run_line_magic("mcp_connect", "auto --from servers --timeout 4") as picked:
+        assert picked.config.server is servers_of(ip)["auto"].server and picked.config.timeout == 4
+    for line, words in (
+        ("%mcp_connect nothere --from servers", "mcp_config_invalid: 'servers' holds no server 'nothere'; it has: "
+                                                "demo, auto, other."),
+        ("%mcp_connect demo --from servers -- python -m x", "mcp_config_invalid: --from takes the whole server"),
+        ("%mcp_connect demo --from servers --url http://127.0.0.1:1/mcp", "mcp_config_invalid: --from takes"),
+        ("%mcp_connect demo --from servers --env A=1", "mcp_config_invalid: --from takes the whole server"),
+        ("%mcp_connect demo --from sys", "mcp_invalid_arguments: 'sys' must hold a ServerConfig or a dict"),
+        ("%mcp_connect demo --from missing", "mcp_invalid_arguments: no variable named 'missing'"),
+    ):  # fmt: skip
+        assert words in one_line_error(ip, line, capsys), line
+    assert pj.sessions() == []
+
+
+def servers_of(ip: InteractiveShell) -> dict[str, pj.ServerConfig]:
+    return ip.user_ns["servers"]  # type: ignore[no-any-return]
 
 
 def test_a_python_path_with_a_space_stays_one_argument(ip: InteractiveShell, tmp_path: Path) -> None:
@@ -258,7 +294,7 @@ def test_connect_shows_the_status_line_and_one_line_about_the_catalog(
     session = ip.run_line_magic("mcp_connect", DEMO)
     try:
         shown = capsys.readouterr().out.splitlines()  # a terminal shell prints each display's text/plain
-        assert shown[0].startswith("ready · session: demo · transport: stdio: ")
+        assert shown[0].startswith("ready · session: demo · transport: memory: DemoServer in this process")
         assert shown[1:3] == [f"{INSTRUCTIONS_LABEL}:", session.instructions]  # the server's words, as text
         assert (
             shown[3] == f"demo: 13 tools, 12 callable under PurrA, digest {session.catalog.digest[:12]} — "
@@ -292,7 +328,7 @@ def test_runtime_failures_are_session_errors_in_magic_words(
 ) -> None:
     with pytest.raises(pj.McpSessionError, match="mcp_binding_missing"):
         ip.run_line_magic("mcp_call", "demo no_such_tool --yes {}")
-    text = one_line_error(ip, f"%mcp_connect demo --env MODE=other -- {DEMO.split(' -- ')[1]}", capsys)
+    text = one_line_error(ip, f"%mcp_connect demo --env MODE=other -- {STDIO_DEMO.split(' -- ')[1]}", capsys)
     assert text.startswith("McpSessionError: mcp_session_exists") and "another server configuration" in text, text
     assert "--replace" in text and "%mcp_disconnect demo" in text, text
     text = one_line_error(ip, '%mcp_call demo greet {"name": "Ada"}', capsys)
