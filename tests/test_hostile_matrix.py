@@ -274,6 +274,10 @@ def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
     return shown
 
 
+# The tests that read the shared sessions run on one worker (pytest-xdist), which makes each transport's once.
+SHARED = pytest.mark.xdist_group("hostile-exercise")
+
+
 @pytest.fixture(scope="module")
 def exercised(tmp_path_factory: pytest.TempPathFactory, ip: Any) -> Callable[[str], Shown]:
     """The shared hostile session of each transport, made once when a test first asks for it."""
@@ -446,6 +450,7 @@ def test_every_row_elsewhere_names_a_test_that_exists() -> None:
             assert not name or name in names, (surface, attack, check.test)
 
 
+@SHARED
 @pytest.mark.parametrize(("transport", "surface", "attack"), CHECKED, ids=[f"{t}-{s}-{a}" for t, s, a in CHECKED])
 def test_each_surface_holds_against_each_attack(
     exercised: Callable[[str], Shown], transport: str, surface: str, attack: str
@@ -455,6 +460,7 @@ def test_each_surface_holds_against_each_attack(
     check(exercised(transport), surface)
 
 
+@SHARED
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_what_is_not_a_secret_is_not_scrubbed(exercised: Callable[[str], Shown], transport: str) -> None:
     """Env values whose names do not say they are secrets stay readable where the server says them (a scrub of every
@@ -624,6 +630,7 @@ def test_a_secret_the_server_transforms_is_out_of_reach() -> None:
         assert f"b64 {base64.b64encode(SECRET.encode()).decode()} raw ***" in said, said
 
 
+@SHARED
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_each_check_format_parses_whatever_the_server_said(exercised: Callable[[str], Shown], transport: str) -> None:
     """``purra-jupyter check`` against the hostile server: JSON that ``json.loads`` reads, JUnit XML that
