@@ -62,9 +62,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("binder"))
 
 
+RUN_STARTED = time.time()
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """List the browser screenshots in the run's log (before pytest's closing line)."""
-    shots = sorted((ROOT / "tests" / "artifacts" / "browser").glob("*.png"))
+    """List the browser screenshots this run took in its log (before pytest's closing line)."""
+    taken = (ROOT / "tests" / "artifacts" / "browser").glob("*.png")
+    shots = sorted(shot for shot in taken if shot.stat().st_mtime >= RUN_STARTED)
     if shots:
         terminalreporter.write_sep("-", "browser screenshots")
         for shot in shots:
