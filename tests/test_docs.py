@@ -37,6 +37,7 @@ def test_scripts_docs_builds_the_site_with_the_notebooks_executed(tmp_path: Path
     run = subprocess.run([str(ROOT / "scripts" / "docs"), str(out)], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=600)  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr  # -W: a broken reference or a failing cell fails it
+    assert run.stdout.splitlines()[-1] == f"The site is built: open {out.resolve()}/index.html", run.stdout[-2000:]
     quickstart = page_text(out / "notebooks" / "quickstart.html")
     # outputs only a run of the cells gives: a write's result, the catalog's summary, a search hit's title
     assert "('committed', {'id': 'note-1', 'count': 1})" in quickstart
