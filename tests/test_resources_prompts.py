@@ -158,6 +158,7 @@ class Offering(Server[Any, Any]):
         self.prompt_list = list(prompts)
         self.contents = dict(contents or {})
         self.pages = pages
+        self.prompt_arguments: list[dict[str, str] | None] = []  # what each prompts/get carried, as it arrived
         self._register_tools()
         if "resources" in offers:
             self._register_resources()
@@ -203,6 +204,7 @@ class Offering(Server[Any, Any]):
 
     def _register_prompts(self) -> None:
         async def get(name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+            self.prompt_arguments.append(arguments)
             said = ", ".join(f"{key}={value}" for key, value in sorted((arguments or {}).items()))
             image = types.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mimeType="image/png")
             page = types.TextResourceContents(uri=AnyUrl("test://page"), mimeType="text/html", text=PAGE)
@@ -333,6 +335,16 @@ def test_a_prompt_shows_each_message_with_its_role_and_content() -> None:
         with pytest.raises(pj.McpSessionError) as refused:
             session.get_prompt("p", {"n": 1})  # type: ignore[dict-item]
         assert refused.value.code == INVALID_ARGUMENTS
+
+
+def test_a_prompt_is_asked_with_an_arguments_object_an_empty_one_too() -> None:
+    """Some servers answer -32602 to a ``prompts/get`` without ``arguments`` (cyanheads git's ``git_wrapup``): the kit
+    always sends the object, ``{}`` when there are none."""
+    server = Offering(prompts=[types.Prompt(name="p")])
+    with connect(server) as session:
+        for arguments in (None, {}, {"a": "b"}):
+            assert session.get_prompt("p", arguments).text[0].startswith("p: ")
+    assert server.prompt_arguments == [{}, {}, {"a": "b"}]
 
 
 def test_templates_are_filled_by_rfc_6570_with_values_percent_encoded() -> None:

@@ -499,11 +499,12 @@ def _prompt_arguments(arguments: Mapping[str, Any] | None) -> dict[str, str]:
 async def get_prompt(
     connection: Connection, client: ClientSession, name: str, arguments: Mapping[str, str]
 ) -> PromptMessages:
-    """``prompts/get`` of ``name`` with ``arguments``, bounded like a raw tool result."""
+    """``prompts/get`` of ``name`` with ``arguments``, bounded like a raw tool result. The object is always sent,
+    ``{}`` when there are none: some servers refuse a request without it (-32602), none one with it."""
     from mcp import types
 
     started = time.perf_counter()
-    params = types.GetPromptRequestParams(name=name, arguments=dict(arguments) or None)
+    params = types.GetPromptRequestParams(name=name, arguments=dict(arguments))
     result = await client.send_request(types.ClientRequest(types.GetPromptRequest(params=params)),
                                        types.GetPromptResult)  # fmt: skip
     dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
