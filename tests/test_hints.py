@@ -227,3 +227,15 @@ def test_a_recursive_ref_says_it_cannot_be_inlined_and_dropping_it_is_accepted()
         "properties": {"tree": {"type": "object", "properties": {"children": {"type": "array", "items": {}}}}},
     }
     assert purra_adapter.schema_refusal(fixed, LIMITS) is None
+
+
+def test_fastmcps_own_keyword_says_what_the_tools_author_can_change() -> None:
+    """FastMCP marks a result it wraps with ``x-fastmcp-wrap-result``; the author never wrote it, so "drop it" says
+    nothing they can do: the hint says what makes FastMCP leave it out."""
+    wrapped = {"type": "object", "properties": {"result": {"type": "array", "items": {"type": "string"}}},
+               "required": ["result"], "x-fastmcp-wrap-result": True}  # fmt: skip
+    [reason] = verdict_of(types.Tool(name="t", inputSchema={"type": "object"}, outputSchema=wrapped), LIMITS).reasons
+    assert reason.startswith('outputSchema.x-fastmcp-wrap-result: "x-fastmcp-wrap-result" is outside the profile')
+    assert "FastMCP adds it" in reason and "return an object (a pydantic model, a dataclass or a TypedDict)" in reason
+    unwrapped = {key: value for key, value in wrapped.items() if key != "x-fastmcp-wrap-result"}
+    assert purra_adapter.schema_refusal(unwrapped, LIMITS) is None  # (the rest of it is inside the profile)

@@ -53,6 +53,9 @@ _KEYWORD_HINTS = {
     "writeOnly": "drop it",
     "deprecated": "drop it or say so in the description",
     "nullable": 'use type [..., "null"] or anyOf with {"type": "null"}',
+    # FastMCP writes it, not the tool's author: the mark of a result it wraps as {"result": ...}
+    "x-fastmcp-wrap-result": 'FastMCP adds it to a tool that returns no object (it sends {"result": ...}): return '
+    "an object (a pydantic model, a dataclass or a TypedDict) and FastMCP needs no wrapper",
 }
 
 
