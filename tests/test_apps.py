@@ -7,6 +7,7 @@ example servers over stdio. The rendering and the view's own calls are tested in
 from __future__ import annotations
 
 import base64
+import collections
 import hashlib
 import json
 import threading
@@ -50,6 +51,7 @@ class AppServer(Server[Any, Any]):
 
     def __init__(self) -> None:
         super().__init__("apps-test")
+        self.reads: collections.Counter[str] = collections.Counter()  # resources/read asked, per URI
         self.list_tools()(self._tools)
         self.call_tool()(self._call)
         self.list_resources()(self._resources)
@@ -81,6 +83,7 @@ class AppServer(Server[Any, Any]):
 
     async def _read(self, request: types.ReadResourceRequest) -> types.ServerResult:
         uri = request.params.uri
+        self.reads[str(uri)] += 1
         view = VIEWS.get(str(uri).removeprefix("ui://t/"))
         if view is None:
             raise ValueError(f"no resource {uri}")
@@ -130,8 +133,11 @@ def test_the_catalog_says_which_tools_have_a_view_and_which_are_app_only() -> No
 
 
 def test_app_info_reads_each_view_and_says_what_it_declares_or_why_it_is_unavailable() -> None:
-    with connect() as session:
+    server = AppServer()
+    with pj.connect(pj.ServerConfig("apps", server=server, views=True), approval="auto") as session:
         info = session.app_info()
+    assert set(server.reads.values()) == {1}  # each view once: show_good's is legacy's too
+    assert info.loc["legacy", "sha256"] == info.loc["show_good", "sha256"]
     assert sorted(info.index) == sorted([f"show_{name}" for name in VIEWS] + ["legacy"])
     good = info.loc["show_good"]
     assert good["bytes"] == len(PAGE.encode()) and good["sha256"] == hashlib.sha256(PAGE.encode()).hexdigest()

@@ -252,12 +252,13 @@ class Caller:
     def app_info(self) -> pd.DataFrame:
         """One row per tool with a view (MCP Apps): its ``ui://`` URI, who may call it, and what its resource
         declares (origins per CSP directive, permissions; the kit's refusals) or why it is unavailable. Each view is
-        read (``resources/read``, raw, outside the PurrA contract); nothing is rendered or run."""
+        read once (``resources/read``, raw, outside the PurrA contract), however many tools share it; nothing is
+        rendered or run."""
         import pandas as pd
 
-        viewed = [tool for tool in self.bindings.catalog.tools if tool.app.uri is not None]
-        reads = [self._read_view(str(tool.app.uri)) for tool in viewed]
-        rows = [app_info_row(tool, _settled(read)) for tool, read in zip(viewed, reads, strict=True)]
+        viewed = [(tool, str(tool.app.uri)) for tool in self.bindings.catalog.tools if tool.app.uri is not None]
+        reads = {uri: self._read_view(uri) for uri in dict.fromkeys(uri for _, uri in viewed)}
+        rows = [app_info_row(tool, _settled(reads[uri])) for tool, uri in viewed]
         return pd.DataFrame(rows, columns=["tool", *APP_INFO_COLUMNS]).set_index("tool")
 
 
