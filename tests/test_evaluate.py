@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import HANG_GUARD, demo_in_memory, interrupt_when, server_said, wait_until
+from conftest import HANG_GUARD, bind_notes, demo_in_memory, interrupt_when, server_said, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter._evaluation.batches import EvaluationSummary
@@ -34,6 +34,18 @@ def server_counts(session: pj.McpSession) -> dict[str, Any]:
     seen = session.connection.request(lambda client: client.call_tool("call_counts", {})).structuredContent
     seen["counts"].pop("call_counts", None)
     return seen
+
+
+def test_a_reads_rows_carry_no_effect_and_a_writes_say_theirs(demo: pj.McpSession) -> None:
+    """``effect_state`` is filled where a person reads an effect (a write, as its envelope shows it), never as
+    ``not_started`` on every row of a read; the text column holds the text as the server sent it."""
+    demo.bind("echo")
+    bind_notes(demo)
+    reads = demo.evaluate("echo", [{"text": "a\tb"}, {"text": "c"}], approve=True)
+    assert reads["ok"].all() and reads["effect_state"].isna().all()
+    assert reads["text"].tolist() == ["a\tb", "c"]
+    writes = demo.evaluate("add_note", [{"text": "one"}], approve=True)
+    assert writes["effect_state"].tolist() == ["committed"]
 
 
 def test_the_table_reads_as_a_table(demo: pj.McpSession) -> None:

@@ -642,14 +642,17 @@ def _check_concurrency_safe(bindings: Bindings, remote: str, concurrency: int, s
 
 
 def _result_fields(result: Result, *, sent: bool) -> tuple[Any, ...]:
-    """A row's result columns: its text blocks joined by newlines, its time (0.1 ms) only if it was sent."""
+    """A row's result columns: its text blocks joined by newlines, its time (0.1 ms) only if it was sent, its effect
+    only where a person would read one (a write, or a state other than not_started: as the envelope shows it)."""
+    effect = None
     if isinstance(result, RawResult):
         text = [block.get("text", "") for block in result.content if block.get("type") == "text"]
         structured = result.structured_content
     else:
         text, structured = result.text, result.structured
+        effect = result.effect_state if result.shows_effect else None
     elapsed = round(result.elapsed_ms, 1) if sent else None
-    return result.ok, result.error_code, result.effect_state, "\n".join(text), structured, elapsed, result.message
+    return result.ok, result.error_code, effect, "\n".join(text), structured, elapsed, result.message
 
 
 def _checked(check: Check, result: Result) -> tuple[bool, str]:
