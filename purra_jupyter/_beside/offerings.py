@@ -41,7 +41,7 @@ from .._base.wire import (
     RESULT_INVALID,
     RESULT_TOO_LARGE,
 )
-from .._connection.connection import Connection
+from .._connection.connection import Connection, message_bytes
 from .._connection.purra_adapter import cursor_refused, json_bytes
 from .._purra.envelope import IMAGE_TYPES, block_html, image_data_uri, image_tag, json_block
 
@@ -278,12 +278,10 @@ def _bytes(value: Any, what: str) -> int:
         raise McpSessionError(RESULT_INVALID, f"The server's {what} holds a value JSON cannot carry.") from None
 
 
-def _bounded(
-    connection: Connection, dumped: dict[str, Any], blocks: int, what: str, max_bytes: int | None = None
-) -> None:
-    """``mcp_result_too_large`` beyond the limits of a raw tool result (bytes, blocks), or beyond ``max_bytes``."""
+def _bounded(connection: Connection, dumped: dict[str, Any], blocks: int, what: str) -> None:
+    """``mcp_result_too_large`` beyond the limits of a raw tool result (bytes, blocks)."""
     limits = connection.limits
-    most = limits.max_result_bytes if max_bytes is None else max_bytes
+    most = limits.max_result_bytes
     if blocks > limits.max_content_blocks or _bytes(dumped, what) > most:
         raise McpSessionError(
             RESULT_TOO_LARGE,
@@ -412,7 +410,8 @@ class ResourceContents:
 async def read(
     connection: Connection, client: ClientSession, uri: str, max_bytes: int | None = None
 ) -> ResourceContents:
-    """``resources/read`` of ``uri``, bounded like a raw tool result (or by ``max_bytes``: a tool's view)."""
+    """``resources/read`` of ``uri``, bounded by what one message may hold (or by ``max_bytes``: a tool's view), not
+    by purra-mcp's limits of a tool's result, which are the PurrA path's: a resource is read beside it."""
     from mcp import types
     from pydantic import ValidationError
 
@@ -424,7 +423,13 @@ async def read(
     result = await client.send_request(types.ClientRequest(types.ReadResourceRequest(params=params)),
                                        types.ReadResourceResult)  # fmt: skip
     dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    _bounded(connection, dumped, len(result.contents), "resource", max_bytes)
+    most = message_bytes(connection.limits) if max_bytes is None else max_bytes
+    if _bytes(dumped, "resource") > most:
+        raise McpSessionError(
+            RESULT_TOO_LARGE,
+            f"Server '{connection.name}' sent a resource of over {most} bytes (the most one message may hold with "
+            "the session's limits); nothing is shown.",
+        )
     elapsed = (time.perf_counter() - started) * 1000
     return ResourceContents(connection.name, uri, tuple(dumped.get("contents", [])), elapsed)
 
