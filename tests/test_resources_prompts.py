@@ -435,14 +435,14 @@ def test_listings_are_bounded_like_the_tool_listing() -> None:
 
 def test_a_read_is_bounded_by_what_one_message_holds_not_by_a_tool_results_cap() -> None:
     """purra-mcp's limits of a tool's result (64 KiB by default) are the PurrA path's; a resource is read beside it,
-    up to what one message may hold (4x the largest limit): a 1 MB resource reads, one over the bound is refused."""
+    up to what one message may hold (16x the largest limit): a 1 MB resource reads, one over the bound is refused."""
     from purra_mcp import McpToolLimits
 
     contents = {"test://mb": text("x" * 1_000_000, "text/plain"), "test://big": text("y" * 20_000, "text/plain")}
     with connect(Offering(contents=contents)) as session:
         assert session.read_resource("test://mb").text == "x" * 1_000_000
         assert session.read_resource("test://big").text == "y" * 20_000
-    small = McpToolLimits(max_catalog_bytes=4096, max_result_bytes=2048)  # one message: 16 KiB
+    small = McpToolLimits(max_catalog_bytes=1024, max_result_bytes=512)  # one message: 16 KiB
     with connect(Offering(contents=contents), limits=small) as session:
         with pytest.raises(pj.McpSessionError) as refused:
             session.read_resource("test://big")

@@ -9,6 +9,7 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -56,10 +57,24 @@ def untrusted(
 ) -> Iterator[pj.ServerConfig]:
     """A config for the untrusted server with ``plan``, over ``transport`` (an HTTP one runs meanwhile)."""
     if transport == "stdio":
-        yield pj.ServerConfig(name, command=sys.executable, args=[str(UNTRUSTED), json.dumps(plan)], **options)
+        with plan_argument(plan) as argument:
+            yield pj.ServerConfig(name, command=sys.executable, args=[str(UNTRUSTED), argument], **options)
         return
     with untrusted_http(plan, name, **options) as (config, _):
         yield config
+
+
+@contextmanager
+def plan_argument(plan: dict[str, Any]) -> Iterator[str]:
+    """The plan as the server's argument: its JSON, or ``@FILE`` when it is too long for a command line."""
+    text = json.dumps(plan)
+    if len(text) < 100_000:
+        yield text
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "plan.json"
+        path.write_text(text)
+        yield f"@{path}"
 
 
 @contextmanager
@@ -67,17 +82,18 @@ def untrusted_http(
     plan: dict[str, Any], name: str = "untrusted", **options: Any
 ) -> Iterator[tuple[pj.ServerConfig, subprocess.Popen[bytes]]]:
     """The untrusted server over Streamable HTTP on 127.0.0.1, and its process."""
-    command = [sys.executable, str(UNTRUSTED), json.dumps(plan), "--http"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().decode()
-        assert line.startswith("listening on "), line
-        yield pj.ServerConfig(name, url=line.split()[-1], **options), process
-    finally:
-        stop_tree(process, timeout=10)
-        assert process.stdout is not None
-        process.stdout.close()
+    with plan_argument(plan) as argument:
+        command = [sys.executable, str(UNTRUSTED), argument, "--http"]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline().decode()
+            assert line.startswith("listening on "), line
+            yield pj.ServerConfig(name, url=line.split()[-1], **options), process
+        finally:
+            stop_tree(process, timeout=10)
+            assert process.stdout is not None
+            process.stdout.close()
 
 
 def tool(name: str, schema: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -366,6 +382,25 @@ FLOOD = {
     "tools": [tool("flood", {"type": "object"}), tool("echo", {"type": "object"})],
     "calls": {"flood": "endless-line"},
 }
+
+
+BIG_VIEW = "<!doctype html><title>big</title>" + "x" * 5_000_000  # server-pdf 2.0.4's view is 4.3 MB
+VIEWED = {
+    "tools": [{**tool("show", {"type": "object"}), "_meta": {"ui": {"resourceUri": "ui://big/view"}}}],
+    "offered_text": BIG_VIEW,
+    "offered_mime": "text/html;profile=mcp-app",
+}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_view_of_5_mb_reads_whole_and_the_session_stays_ready(transport: str) -> None:
+    """A tool's view or a resource of several MB is read beside the PurrA path, within what one message may hold (16
+    MiB by default): over stdio as over HTTP, it neither fails the session nor is cut."""
+    with untrusted(transport, VIEWED, views=True) as config, pj.connect(config) as s:
+        info = s.app_info()
+        assert info.loc["show", "unavailable"] == "" and info.loc["show", "bytes"] == len(BIG_VIEW), info.iloc[0]
+        assert s.read_resource("ui://big/view").text == BIG_VIEW
+        assert s.state == "ready" and s.ping() >= 0
 
 
 def test_a_stdio_line_over_the_message_bound_fails_the_session_and_memory_stays_flat() -> None:

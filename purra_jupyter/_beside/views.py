@@ -28,8 +28,8 @@ from .._purra.catalog import ToolVerdict
 from .._purra.envelope import Envelope, RawResult
 from .offerings import ResourceContents
 
-VIEW_MAX_BYTES = 2 << 20  # the HTML of one view (the largest published example views are under 0.5 MB; a
-# message of a stdio or HTTP transport holds 4 MiB with the default limits, escapes included)
+VIEW_MAX_BYTES = 8 << 20  # the HTML of one view (published ones reach 4.3 MB: server-pdf's; a message of a stdio
+# or HTTP transport holds 16 MiB with the default limits, and HTML's quotes are escaped in it)
 PROTOCOL_VERSION = "2026-01-26"  # the MCP Apps version the extension speaks to a view
 VIEW_LABEL = "the tool's own view (MCP Apps) — its server's HTML, sandboxed, outside the PurrA contract"
 NO_VIEWER = (

@@ -66,9 +66,11 @@ if TYPE_CHECKING:
     from mcp.types import InitializeResult
     from purra_mcp import McpCatalogMonitor, McpToolLimits
 
-# What a stdio line or an HTTP message may hold with purra-mcp's default limits (4 x its 1-MiB catalog limit), before
-# the session's limits are known (a stdio server starts before purra-mcp is imported); see ``_message_bytes``.
-DEFAULT_MESSAGE_BYTES = 4 << 20
+# What a stdio line or an HTTP message may hold with purra-mcp's default limits (16 x its 1-MiB catalog limit: room
+# for a tool's view or a resource of several MB, read beside the PurrA path), before the session's limits are known
+# (a stdio server starts before purra-mcp is imported); see ``message_bytes``.
+MESSAGE_FACTOR = 16
+DEFAULT_MESSAGE_BYTES = MESSAGE_FACTOR << 20
 # Loggers of the pinned SDK's client side ("client" is ClientSession's; "" is the root logger, which
 # BaseSession logs to directly). Only records from SDK code running for one of our connections are taken.
 _SDK_LOGGERS = ("", "client", "mcp.client.stdio", "mcp.client.streamable_http", "mcp.client.auth.oauth2",
@@ -212,11 +214,12 @@ def client_session_class(extensions: Mapping[str, Any], requests: RequestTracker
 
 def message_bytes(limits: McpToolLimits | None) -> int:
     """The most of one message a transport keeps (a stdio line, an HTTP body or event): escapes and spacing on
-    the wire can make a message several times purra-mcp's measure of it; purra-mcp's own limits decide after
-    that. Before the limits are known (a stdio server starts first), purra-mcp's defaults'."""
+    the wire can make a message several times purra-mcp's measure of it, and a view or a resource is read beside
+    the PurrA path; purra-mcp's own limits decide after that. Before the limits are known (a stdio server starts
+    first), purra-mcp's defaults'."""
     if limits is None:
         return DEFAULT_MESSAGE_BYTES
-    return 4 * max(int(limits.max_catalog_bytes), int(limits.max_result_bytes))
+    return MESSAGE_FACTOR * max(int(limits.max_catalog_bytes), int(limits.max_result_bytes))
 
 
 class Ending:

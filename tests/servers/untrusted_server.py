@@ -46,7 +46,7 @@ PLAN_JSON is an object; every key is optional:
   says of the task.
 - ``stderr``: lines written to stderr at start (stdio).
 - ``resources`` / ``prompts``: what ``resources/list`` and ``prompts/list`` list (each resource's text, and each
-  prompt's one message, is ``offered_text``).
+  prompt's one message, is ``offered_text``; a resource's MIME type is ``offered_mime``, by default text/plain).
 
 Every string of the plan may hold ``{secret}`` (the secret as it is), ``{secret_json}`` (JSON-escaped, as it is
 inside a JSON text quoted in a string), ``{secret_url}`` (URL-encoded) or ``{secret_b64}`` (base64: a transform).
@@ -166,7 +166,8 @@ def handle(message: dict[str, Any], write_raw: Any, raw: bytes = b"") -> Reply |
     if method == "resources/read":
         uri = (message.get("params") or {}).get("uri")
         text = with_secret(PLAN.get("offered_text", ""))
-        return Reply(answer(ident, {"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}))
+        mime = PLAN.get("offered_mime", "text/plain")
+        return Reply(answer(ident, {"contents": [{"uri": uri, "mimeType": mime, "text": text}]}))
     if method == "prompts/list":
         return Reply(answer(ident, {"prompts": with_secret(PLAN.get("prompts", []))}))
     if method == "prompts/get":
