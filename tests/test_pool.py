@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,8 @@ def test_pj_evaluate_over_three_processes_equals_one_sessions_frame() -> None:
 
 
 def test_the_rows_go_to_every_session_in_turn_at_most_concurrency_on_each() -> None:
-    a, b, c = (pj.connect(demo_in_memory(name)) for name in "abc")
-    with a, b, c:
+    with ExitStack() as opened:
+        a, b, c = (opened.enter_context(pj.connect(demo_in_memory(name))) for name in "abc")
         for session in (a, b, c):
             session.bind("sleep", concurrency_safe=True)
         rows = [{"seconds": 0.05}] * 12
