@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import queue
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -243,6 +245,20 @@ def assert_safe(html: str, *payloads: str, pandas: bool = False) -> None:
     assert unsafe_markup(html, pandas=pandas) == [], html[:3000]
     for payload in payloads:
         assert escape(payload) in html or escape(payload, quote=False) in html, (payload, html[:3000])
+
+
+@contextmanager
+def plan_argument(plan: dict[str, Any], *, inline_below: int = 100_000) -> Iterator[str]:
+    """A test server's plan as its argument: its JSON when shorter than ``inline_below`` characters, else ``@FILE``
+    (a long plan is too long for a command line; a file also keeps a hostile plan out of the command line shown)."""
+    text = json.dumps(plan)
+    if len(text) < inline_below:
+        yield text
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "plan.json"
+        path.write_text(text)
+        yield f"@{path}"
 
 
 def demo_config(name: str = "demo", **kwargs: object) -> pj.ServerConfig:

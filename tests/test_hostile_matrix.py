@@ -19,7 +19,6 @@ import json
 import re
 import subprocess
 import sys
-import tempfile
 import traceback
 import urllib.parse
 import xml.etree.ElementTree as ElementTree
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, SERVERS, descendants, stop_tree, unsafe_markup, wait_until
+from conftest import ROOT, SERVERS, descendants, plan_argument, stop_tree, unsafe_markup, wait_until
 from IPython.utils.capture import capture_output
 
 import purra_jupyter as pj
@@ -127,10 +126,8 @@ QUIET = {key: value for key, value in PLAN.items() if key != "ping_error"}  # (a
 
 @contextmanager
 def hostile_config(transport: str, name: str, plan: dict[str, Any] = PLAN, **options: Any) -> Iterator[pj.ServerConfig]:
-    with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "plan.json"  # (a file: a huge plan is too long for a command line)
-        path.write_text(json.dumps(plan))
-        with _hostile_config(transport, name, f"@{path}", **options) as config:
+    with plan_argument(plan, inline_below=0) as argument:  # (always a file: the plan holds every attack)
+        with _hostile_config(transport, name, argument, **options) as config:
             yield config
 
 

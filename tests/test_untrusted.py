@@ -9,7 +9,6 @@ import json
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -30,6 +29,7 @@ from conftest import (
     descendants,
     oauth_server,
     open_fds,
+    plan_argument,
     stderr_after,
     stop_tree,
     wait_until,
@@ -62,19 +62,6 @@ def untrusted(
         return
     with untrusted_http(plan, name, **options) as (config, _):
         yield config
-
-
-@contextmanager
-def plan_argument(plan: dict[str, Any]) -> Iterator[str]:
-    """The plan as the server's argument: its JSON, or ``@FILE`` when it is too long for a command line."""
-    text = json.dumps(plan)
-    if len(text) < 100_000:
-        yield text
-        return
-    with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "plan.json"
-        path.write_text(text)
-        yield f"@{path}"
 
 
 @contextmanager
