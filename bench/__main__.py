@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable
 from types import ModuleType
 
-from . import batch_concurrency, batch_pool, call_overhead, discovery, first_connect, imports, memory
+from . import batch_concurrency, batch_pool, call_overhead, discovery, first_connect, imports, instructions, memory
 from .common import Result, report, summary_table
 
 SCENARIOS: dict[str, ModuleType] = {
@@ -22,6 +22,7 @@ SCENARIOS: dict[str, ModuleType] = {
     "batch_pool": batch_pool,
     "import": imports,
     "memory": memory,
+    "instructions": instructions,
 }
 
 

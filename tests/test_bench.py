@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-SCENARIOS = {"first_connect", "call_overhead", "discovery", "batch_concurrency", "batch_pool", "import", "memory"}
+SCENARIOS = {
+    "first_connect", "call_overhead", "discovery", "batch_concurrency", "batch_pool", "import", "memory", "instructions"
+}  # fmt: skip
 KEYS = {
     "scenario",
     "metric",
