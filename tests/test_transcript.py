@@ -100,13 +100,13 @@ def test_every_transport_records(transport: str, demo_http_url: str, tmp_path: P
 def test_a_transcript_keeps_its_bounds_and_says_how_many_it_dropped(tmp_path: Path) -> None:
     transcript = Transcript("demo", "stdio", "python -m demo", lambda text: text, max_messages=3, max_bytes=1 << 20)
     for number in range(5):
-        transcript.record(SENT, {"jsonrpc": "2.0", "id": number, "method": "ping"})
+        transcript.record(SENT, json.dumps({"jsonrpc": "2.0", "id": number, "method": "ping"}))
     assert len(transcript) == 3 and transcript.dropped == 2 and "2 dropped" in repr(transcript)
     saved = load(transcript.save(tmp_path / "t.jsonl"))
     assert saved.header["dropped"] == 2 and [m.message["id"] for m in saved.messages] == [0, 1, 2]
     by_bytes = Transcript("demo", "stdio", "x", lambda text: text, max_messages=10, max_bytes=60)
     for number in range(3):
-        by_bytes.record(RECEIVED, {"jsonrpc": "2.0", "id": number, "result": {}})
+        by_bytes.record(RECEIVED, json.dumps({"jsonrpc": "2.0", "id": number, "result": {}}))
     assert len(by_bytes) == 1 and by_bytes.dropped == 2
 
 
@@ -161,3 +161,24 @@ def test_the_magic_records_with_record(ip: Any) -> None:
     session = ip.run_line_magic("mcp_connect", "rec --record -- {sys.executable} -m purra_jupyter.demo")
     with session:
         assert session.transcript.messages[0].message["method"] == "initialize"
+
+
+def test_a_long_transcript_reads_back_whole_in_order_and_scrubbed(tmp_path: Path) -> None:
+    """Kept packed as the session runs (thousands of messages), read back whole, in order, each scrubbed as it is read
+    out: a request that carried a secret shows and saves ``***`` in its place."""
+    secret = "sk-live-0123456789"
+    transcript = Transcript(
+        "demo",
+        "stdio",
+        "x",
+        lambda text: text,
+        scrub_value=lambda value: json.loads(json.dumps(value).replace(secret, "***")),
+    )
+    for number in range(2_500):
+        transcript.record(SENT, json.dumps({"jsonrpc": "2.0", "id": number, "method": "ping", "params": {"k": secret}}))
+    assert len(transcript) == 2_500
+    messages = transcript.messages
+    assert [m.message["id"] for m in messages] == list(range(2_500))
+    assert all(m.message["params"] == {"k": "***"} for m in messages)
+    saved = transcript.save(tmp_path / "long.jsonl").read_text(encoding="utf-8")
+    assert secret not in saved and saved.count('"***"') == 2_500

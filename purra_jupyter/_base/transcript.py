@@ -10,9 +10,12 @@ Saved as JSON Lines (``Transcript.save``), format ``purra-jupyter.transcript/1``
 
 Every secret of the server's config (``ServerConfig.secrets``, and every token the authorization flow obtained) is
 ``***`` in every string of every message, as everywhere the kit shows server text: what the server sent was scrubbed
-where it entered (``ingress``), what the kit sent is scrubbed as it is recorded (so a request that carried a secret
-is kept with ``***`` in its place). The file is written by ``untrusted.json_line`` and read back as untrusted input
-(``load``). ``python -m purra_jupyter.mock FILE`` serves a transcript back as a stdio MCP server.
+where it entered (``ingress``), and every message is scrubbed again as the transcript is read out (``messages``,
+``save``), so a request that carried a secret is shown and saved with ``***`` in its place. While the session runs,
+the messages are kept as their JSON text, packed ``PACKED`` at a time with zlib: a batch of 100,000 calls costs its
+session a few MiB and a few instructions a message, not a Python object per value. The file is written by
+``untrusted.json_line`` and read back as untrusted input (``load``). ``python -m purra_jupyter.mock FILE`` serves a
+transcript back as a stdio MCP server.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import json
 import math
 import threading
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,6 +40,7 @@ FORMAT = "purra-jupyter.transcript/1"
 SENT, RECEIVED = "sent", "received"
 MAX_MESSAGES = 100_000  # of one transcript: past either bound, messages are counted as dropped, not kept
 MAX_BYTES = 64 << 20  # of JSON text, all messages together
+PACKED = 1_000  # messages compressed together once recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,38 +65,53 @@ class Transcript:
         target: str,
         scrub: Callable[[str], str],
         *,
+        scrub_value: Callable[[Any], Any] = lambda value: value,
         max_messages: int = MAX_MESSAGES,
         max_bytes: int = MAX_BYTES,
     ) -> None:
+        """``scrub`` scrubs a text, ``scrub_value`` every string of a JSON value (``config.Scrubber`` offers both)."""
         self.header: dict[str, Any] = {"format": FORMAT, "server": server, "transport": transport,
                                        "target": scrub(target), "started": datetime.now(UTC).isoformat()}  # fmt: skip
+        self._scrub_value = scrub_value
         self._started = time.perf_counter()
-        self._messages: list[TranscriptMessage] = []
+        self._packs: list[bytes] = []  # PACKED messages each, zlib-compressed lines (see ``_line``)
+        self._recent: list[str] = []  # the lines not packed yet
+        self._count = 0
         self._bytes = 0
         self._max_messages = max_messages
         self._max_bytes = max_bytes
         self.dropped = 0
         self._lock = threading.Lock()
 
-    def record(self, direction: str, message: Mapping[str, Any]) -> None:
-        """Keep ``message`` (scrubbed by the caller, as values), unless the transcript is full: then count it as
+    def record(self, direction: str, text: str) -> None:
+        """Keep one message, given as its JSON text on one line, unless the transcript is full: then count it as
         dropped."""
         t_ms = round((time.perf_counter() - self._started) * 1000, 3)
-        size = len(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
         with self._lock:
-            if len(self._messages) >= self._max_messages or self._bytes + size > self._max_bytes:
+            if self._count >= self._max_messages or self._bytes + len(text) > self._max_bytes:
                 self.dropped += 1
                 return
-            self._bytes += size
-            self._messages.append(TranscriptMessage(t_ms, direction, message))
+            self._bytes += len(text)
+            self._count += 1
+            self._recent.append(f"{t_ms}\t{direction}\t{text}")
+            if len(self._recent) >= PACKED:
+                self._packs.append(zlib.compress("\n".join(self._recent).encode(), 1))
+                self._recent = []
 
     @property
     def messages(self) -> list[TranscriptMessage]:
+        """Every message kept, scrubbed."""
         with self._lock:
-            return list(self._messages)
+            packs, recent = list(self._packs), list(self._recent)
+        lines = [line for pack in packs for line in zlib.decompress(pack).decode().split("\n")] + recent
+        return [self._message(line) for line in lines]
+
+    def _message(self, line: str) -> TranscriptMessage:
+        t_ms, direction, text = line.split("\t", 2)
+        return TranscriptMessage(float(t_ms), direction, self._scrub_value(json.loads(text)))
 
     def __len__(self) -> int:
-        return len(self._messages)
+        return self._count
 
     def save(self, path: str | Path) -> Path:
         """Write the transcript to ``path`` as JSON Lines (see the module's docstring); the path written."""

@@ -261,17 +261,16 @@ class Ending:
         return None
 
 
-def recorder(transcript: Transcript | None, direction: str, scrub: Scrubber | None) -> Callable[[Any], None] | None:
-    """What records each message crossing the transport one way (``None``: no transcript); ``scrub`` for what the
-    kit sends (what the server sent was scrubbed where it entered)."""
+def recorder(transcript: Transcript | None, direction: str) -> Callable[[Any], None] | None:
+    """What records each message crossing the transport one way (``None``: no transcript): its JSON text, which the
+    transcript scrubs as it is read out."""
     if transcript is None:
         return None
 
     def record(item: Any) -> None:
         message = getattr(item, "message", None)  # (an exception read in place of a message is not one)
         if message is not None:
-            value = message.model_dump(mode="json", by_alias=True, exclude_none=True)
-            transcript.record(direction, scrub.value(value) if scrub is not None else value)
+            transcript.record(direction, message.model_dump_json(by_alias=True, exclude_none=True))
 
     return record
 
@@ -325,7 +324,11 @@ class Connection(HasTraits):
         self.log = SessionLog(self.scrub)
         self.ingress = Ingress(self.scrub, self.log.add)  # the one door of the server's messages
         self.errors = ErrorSeam(config, transport.kind, self.scrub, lambda: transport.stderr)
-        self.transcript = Transcript(config.name, transport.kind, config.target, self.scrub) if record else None
+        self.transcript = (
+            Transcript(config.name, transport.kind, config.target, self.scrub, scrub_value=self.scrub.value)
+            if record
+            else None
+        )
         self.requests = RequestTracker(
             config.name, self.log, self.scrub, drop=transport.drop, hint=self.errors.hint, notice_seconds=config.timeout
         )
@@ -406,8 +409,8 @@ class Connection(HasTraits):
             read, write = await stack.enter_async_context(self.link.open(self._context()))  # a server starts first
             self._monitor, self._limits = await load_client(self.config, self._limits, deadline, started)
             session_class = client_session_class(client_extensions(bool(self.config.views)), self.requests)
-            watched = _WatchedStream(read, self._stream_ended, recorder(self.transcript, RECEIVED, None))
-            recording = _RecordingStream(write, self.requests.sent, recorder(self.transcript, SENT, self.scrub))
+            watched = _WatchedStream(read, self._stream_ended, recorder(self.transcript, RECEIVED))
+            recording = _RecordingStream(write, self.requests.sent, recorder(self.transcript, SENT))
             # (ClientSession reads and writes any anyio object stream; its annotation names the memory streams)
             client = await stack.enter_async_context(
                 session_class(cast(Any, watched), cast(Any, recording), message_handler=self._on_message)
