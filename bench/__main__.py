@@ -11,7 +11,17 @@ import traceback
 from collections.abc import Callable
 from types import ModuleType
 
-from . import batch_concurrency, batch_pool, call_overhead, discovery, first_connect, imports, instructions, memory
+from . import (
+    batch_concurrency,
+    batch_memory,
+    batch_pool,
+    call_overhead,
+    discovery,
+    first_connect,
+    imports,
+    instructions,
+    memory,
+)
 from .common import Result, report, summary_table
 
 SCENARIOS: dict[str, ModuleType] = {
@@ -20,6 +30,7 @@ SCENARIOS: dict[str, ModuleType] = {
     "discovery": discovery,
     "batch_concurrency": batch_concurrency,
     "batch_pool": batch_pool,
+    "batch_memory": batch_memory,
     "import": imports,
     "memory": memory,
     "instructions": instructions,

@@ -14,7 +14,8 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 SCENARIOS = {
-    "first_connect", "call_overhead", "discovery", "batch_concurrency", "batch_pool", "import", "memory", "instructions"
+    "first_connect", "call_overhead", "discovery", "batch_concurrency", "batch_pool", "batch_memory", "import",
+    "memory", "instructions",
 }  # fmt: skip
 KEYS = {
     "scenario",
