@@ -113,8 +113,14 @@ def test_raw_calls_and_code_approvals_go_through_the_same_widget(demo: pj.McpSes
 
 
 def test_invalid_arguments_never_reach_the_widget(demo: pj.McpSession) -> None:
+    """A call shown to a person is checked before the approval: one PurrA would refuse never shows Approve."""
     refused = demo.call("echo", {"text": 3})
-    assert refused.error_code == "mcp_invalid_arguments"
+    assert isinstance(refused, pj.Envelope) and refused.error_code == "mcp_invalid_arguments"
+    assert "5" not in refused.message and "3 is not of type 'string'" in refused.message, refused.message
+    assert not refused.message.startswith("PurrA's check refused")  # the kit's own check, before any approval
+    batch = demo.evaluate("echo", [{"text": "a"}, {"text": 3}])
+    assert isinstance(batch, pj.PendingCall) and "1 rows refused before approval" in str(batch._repr_mimebundle_())
+    batch.deny()
 
 
 def test_the_status_widget_follows_the_session_with_no_cell_running(demo: pj.McpSession) -> None:

@@ -143,6 +143,8 @@ def test_invalid_arguments_are_refused_before_anything_is_sent(demo: pj.McpSessi
         envelope = demo.call("echo", arguments, approve=True)
         assert envelope.error_code == "mcp_invalid_arguments"
         assert "nothing was sent" in envelope.message
+        # Decided in code, the call has one check, purra-mcp's handler's, and its record says so.
+        assert envelope.message.startswith("PurrA's check refused the arguments"), envelope.message
     raw = demo.call("greet", {"name": 3}, raw=True, approve=True)
     assert raw.error_code == "mcp_invalid_arguments" and "$.name" in raw.message
     assert "echo" not in counts(demo) and "greet" not in counts(demo)

@@ -5,6 +5,7 @@ keeps the finished rows."""
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -75,6 +76,8 @@ def test_ok_rows_and_error_rows_come_back_as_one_table(demo: pj.McpSession, caps
     assert frame["ok"].tolist() == [True, True, False, False]
     assert frame["error_code"].tolist() == [NA, NA, "mcp_invalid_arguments", "mcp_invalid_arguments"]
     assert "$.limit" in frame.loc["c", "message"] and "nothing was sent" in frame.loc["c", "message"]
+    # Decided in code, each row's arguments have one check, purra-mcp's handler's, and its refusal says so.
+    assert frame.loc["c", "message"].startswith("PurrA's check refused the arguments")
     assert "$.query" in frame.loc["d", "message"]  # a missing cell is left out, so 'query' is missing
     assert len(frame.loc["a", "structured"]["hits"]) == 2 and frame.loc["a", "text"]
     assert frame.loc["a", "elapsed_ms"] > 0 and frame.loc["c", "elapsed_ms"] is NA  # never sent: no time
@@ -83,7 +86,7 @@ def test_ok_rows_and_error_rows_come_back_as_one_table(demo: pj.McpSession, caps
     assert str(frame["limit"].dtype) == "int64"  # the caller's own dtypes are kept
     # The progress bar is text on stdout (in a notebook too), ending with the outcomes.
     bar = capsys.readouterr().out.replace("\r", "\n")
-    assert "search_documents (4 rows, 2 refused, not sent): 100%|██████████| 2/2" in bar, bar
+    assert "search_documents: 100%|██████████| 4/4" in bar and "ok 2, mcp_invalid_arguments 2" in bar, bar
 
     summary = frame.attrs["summary"]
     assert isinstance(summary, EvaluationSummary)
@@ -294,3 +297,31 @@ def test_stop_on_a_running_batch_keeps_finished_rows_and_sends_nothing_more(demo
     wait_until(lambda: server_said(demo).count("sleep: cancelled") == 2, what="the server to cancel both rows")
     assert server_counts(demo)["counts"]["sleep"] == 4
     assert any("stopped by a click" in row.detail for row in demo.log.events("approval"))
+
+
+@pytest.mark.timeout(300)  # a hang guard: 200,000 rows planned and named (tens of seconds on a busy machine)
+def test_a_batch_of_200000_rows_of_1_kb_is_named_by_one_digest(demo: pj.McpSession) -> None:
+    """A batch's digest is made of its rows' digests, so no count of rows reaches PurrA's 1 MiB identity limit
+    (200,000 rows of 1 KB are 200 MB of arguments); one row that changes changes it."""
+    demo.bind("echo")
+    rows = [{"text": f"{index:07d}" + "x" * 1017} for index in range(200_000)]
+    frame = demo.evaluate("echo", rows, approve=False)
+    assert len(frame) == 200_000 and frame["error_code"].eq("mcp_approval_denied").all()
+    assert "echo" not in server_counts(demo)["counts"]
+    denials = [row.detail for row in demo.log.events("approval") if "denied" in row.detail]
+    denied = r"evaluate echo: denied \(denied in code\): 200000 rows, args [0-9a-f]{12}"
+    assert len(denials) == 1 and re.fullmatch(denied, denials[0]), denials
+    same, other = demo.evaluate("echo", rows[:5_000]), demo.evaluate("echo", [*rows[:4_999], {"text": "y"}])
+    again = demo.evaluate("echo", rows[:5_000])
+    assert same.arguments_digest == again.arguments_digest != other.arguments_digest
+    assert re.fullmatch(r"[0-9a-f]{64}", same.arguments_digest)
+    for batch in (same, other, again):
+        batch.deny()
+
+
+def test_arguments_past_purras_identity_limit_are_refused_before_anything_is_sent(demo: pj.McpSession) -> None:
+    """No approval can name arguments over PurrA's 1 MiB identity limit: a coded error, and nothing is sent."""
+    with pytest.raises(pj.McpSessionError) as raised:
+        demo.call("greet", {"name": "x" * (1 << 20)}, raw=True, approve=True)
+    assert raised.value.code == "mcp_invalid_arguments" and "1 MiB identity limit" in raised.value.message
+    assert "greet" not in server_counts(demo)["counts"]

@@ -21,6 +21,7 @@ LAYERS = [
     # _base: the foundations
     (
         "_base.wire",
+        "_base.changes",
         "_base.errors",
         "_base.markup",
         "_base.visible",

@@ -63,11 +63,22 @@ _budget: contextvars.ContextVar[float] = contextvars.ContextVar("purra_jupyter_p
 
 
 def checker(schema: Mapping[str, Any]) -> Check:
-    """The check of arguments against ``schema``, built once per distinct schema."""
-    return _checker(json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    """The check of arguments against ``schema``, built once per distinct schema, and found again by the schema
+    object (a catalog's tool keeps its own for the catalog's revision) without writing the schema out again."""
+    kept = _by_object.get(id(schema))
+    if kept is None or kept[0] is not schema:
+        kept = (schema, _checker(json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)))
+        _by_object[id(schema)] = kept
+        while len(_by_object) > CHECKERS_KEPT:
+            _by_object.pop(next(iter(_by_object)))
+    return kept[1]
 
 
-@functools.lru_cache(maxsize=512)
+CHECKERS_KEPT = 512
+_by_object: dict[int, tuple[Mapping[str, Any], Check]] = {}  # id of a schema object -> (that object, its check)
+
+
+@functools.lru_cache(maxsize=CHECKERS_KEPT)
 def _checker(schema_text: str) -> Check:
     import jsonschema
     from jsonschema.exceptions import best_match

@@ -13,7 +13,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future, InvalidStateError
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Generic, TypeVar
@@ -157,16 +157,19 @@ _cell_ticks: list[Callable[[], object]] = []
 WAIT_TICK_SECONDS = 0.25
 
 
-@contextlib.contextmanager
-def while_waiting(tick: Callable[[], object]) -> Iterator[None]:
+class while_waiting:  # (a class, not a generator: every call enters one)
     """Call ``tick()`` on the cell's thread every ``WAIT_TICK_SECONDS`` while it waits for the loop in this block,
     and once more as the block ends."""
-    _cell_ticks.append(tick)
-    try:
-        yield
-    finally:
-        _cell_ticks.remove(tick)
-        tick()
+
+    def __init__(self, tick: Callable[[], object]) -> None:
+        self._tick = tick
+
+    def __enter__(self) -> None:
+        _cell_ticks.append(self._tick)
+
+    def __exit__(self, *exc: object) -> None:
+        _cell_ticks.remove(self._tick)
+        self._tick()
 
 
 def _serve_until(future: Future[Any]) -> None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from .._base.config import Scrubber
@@ -68,15 +67,23 @@ class ServerNotices:
             said = self.scrub(f"resource updated: {notice.params.uri}")  # scrubbed before it is cut
             self.log.add(EVENT_RESOURCE_UPDATED, one_line(said, DETAIL_CHARS))
 
-    @contextmanager
-    def listening(self, listener: Callable[[str], None]) -> Iterator[None]:
+    def listening(self, listener: Callable[[str], None]) -> _Listening:
         """``listener(line)`` for each log message of the server's while the block lasts, the line as the session
         log keeps it (scrubbed, on one line): a running call shows what the server says meanwhile. On the loop."""
-        self._listeners.append(listener)
-        try:
-            yield
-        finally:
-            self._listeners.remove(listener)
+        return _Listening(self._listeners, listener)
+
+
+class _Listening:
+    """(A class, not a generator: every call enters one.)"""
+
+    def __init__(self, listeners: list[Callable[[str], None]], listener: Callable[[str], None]) -> None:
+        self._listeners, self._listener = listeners, listener
+
+    def __enter__(self) -> None:
+        self._listeners.append(self._listener)
+
+    def __exit__(self, *exc: object) -> None:
+        self._listeners.remove(self._listener)
 
 
 __all__ = ["ServerNotices", "server_log_line"]

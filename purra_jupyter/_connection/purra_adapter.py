@@ -104,8 +104,17 @@ def canonical_json(value: object) -> str:
 
 def remote_contract(schema: object, limits: McpToolLimits) -> StructuredOutputContract:
     """purra-mcp's contract for a listed schema (its ``McpAdapterError`` when it refuses one), built once
-    per distinct schema: building one costs more than a call, and big catalogs repeat their schemas."""
-    outcome = _contract_of(canonical_json(schema), limits)
+    per distinct schema: building one costs more than a call, and big catalogs repeat their schemas. A catalog's
+    tool keeps its schema object for the catalog's revision, so a call finds its contract by that object, without
+    writing the schema out again."""
+    key = (id(schema), limits)
+    kept = _by_object.get(key)
+    if kept is None or kept[0] is not schema:
+        kept = (schema, _contract_of(canonical_json(schema), limits))
+        _by_object[key] = kept
+        while len(_by_object) > CONTRACTS_KEPT:
+            _by_object.pop(next(iter(_by_object)))
+    outcome = kept[1]
     if isinstance(outcome, Exception):
         raise outcome.with_traceback(None)
     return outcome
@@ -113,12 +122,22 @@ def remote_contract(schema: object, limits: McpToolLimits) -> StructuredOutputCo
 
 def run_state() -> ExecutionState:
     """A run's state as PurrA's core hands it to a tool handler: fresh, since the kit runs one call per run."""
+    return _execution_state()()
+
+
+@functools.cache
+def _execution_state() -> type[ExecutionState]:
     from purra.contracts.tools import ExecutionState
 
-    return ExecutionState()
+    return ExecutionState
 
 
-@functools.lru_cache(maxsize=1024)
+CONTRACTS_KEPT = 1024
+# (id of a schema object, limits) -> (that object, its contract or refusal): the object is kept, so its id stays its own
+_by_object: dict[tuple[int, McpToolLimits], tuple[object, StructuredOutputContract | Exception]] = {}
+
+
+@functools.lru_cache(maxsize=CONTRACTS_KEPT)
 def _contract_of(schema_text: str, limits: McpToolLimits) -> StructuredOutputContract | Exception:
     from purra_mcp import McpAdapterError
 

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
-from traitlets import HasTraits, Int
 
 from .._base import runner
 from .._base.activity import Activity
+from .._base.changes import Observed
 from .._base.charts import Chart, image_html, latency_and_outcomes
 from .._base.egress import CellText, bundle, cell_text
 from .._base.errors import McpSessionError
@@ -34,6 +34,7 @@ from .._base.junit import Case, suite
 from .._base.markup import key_value_table, tag
 from .._base.visible import one_line
 from .._base.wire import (
+    APPROVAL_DENIED,
     CATALOG_STALE,
     CHECKS_FAILED,
     CONFIG_INVALID,
@@ -130,27 +131,28 @@ def resumed_words(checkpoint: str, resumed: int) -> str:
     return f"{checkpoint}: {resumed} rows done before, not sent again"
 
 
-class Rows(HasTraits):
+class Rows(Observed):
     """Calls sent under one decision: their plans, and their results as they settle. What an evaluation (``Batch``)
     and a replay share: each row is sent by ``CallPlan.run`` like any other call, at most ``concurrency`` at once, and
     ends in ``_settle``. A subclass offers the rest of the face of a ``CallPlan`` that ``calls.Call`` decides on, so
     one decision (and one approval widget) covers every row it will send, and calls ``_ready`` once its rows that
     need no sending are settled."""
 
-    sent = Int(0, help="rows of the approved batch sent so far")
-    finished = Int(0, help="rows of the approved batch settled so far (rows refused before approval never count)")
-    failed = Int(0, help="of those, rows that ended with an error code")
     kind = "evaluate"  # its word in the session log
 
     def __init__(
         self, connection: Connection, plans: list[CallPlan], results: list[Result | None], *, concurrency: int
     ) -> None:
         super().__init__()
+        self.sent = 0  # rows of the approved batch sent so far (observed: ``Observed``)
+        self.finished = 0  # rows of the approved batch settled so far (rows refused before approval never count)
+        self.failed = 0  # of those, rows that ended with an error code
         self.connection = connection
         self.revision = connection.revision
         self.concurrency = concurrency
         self.plans = plans
         self.results = results
+        self._row_digests: list[str | None] = [None] * len(plans)
         self._ran: set[int] = set()
         self.to_send: list[int] = []
         self.progress_total = 0
@@ -191,24 +193,38 @@ class Rows(HasTraits):
         return [(name(row), f"{result.error_code}: {result.message}") for row, result in shown]
 
     def digest(self) -> str:
-        return calls.arguments_digest([self._identity(row) for row in self.to_send])
+        """What the approval covers: a digest of the rows' digests (see ``calls.digest_of_digests``)."""
+        return calls.digest_of_digests([self.row_digest(row) for row in self.to_send])
+
+    def row_digest(self, row: int) -> str:
+        """PurrA's identity digest of what row ``row``'s approval covers (``_identity``), computed once."""
+        digest = self._row_digests[row]
+        if digest is None:
+            digest = self._row_digests[row] = calls.arguments_digest(self._identity(row))
+        return digest
 
     def _identity(self, row: int) -> Any:
-        """What of row ``row`` its approval covers (the digest is over these): its arguments as they are sent."""
-        return self.plans[row].wire_arguments
+        """What of row ``row`` its approval covers (the digest is over these)."""
+        raise NotImplementedError
 
-    shown_what = "arguments of each call"  # what ``_identity`` shows, in the approval's words
+    def _shown(self, row: int) -> Any:
+        """What of row ``row`` the approval shows: what its digest covers, unless a subclass shows it otherwise."""
+        return self._identity(row)
+
+    shown_what = "arguments of each call"  # what ``_shown`` shows, in the approval's words
 
     @property
     def shown_arguments(self) -> tuple[str, Any]:
-        shown = [self._identity(row) for row in self.to_send[:PREVIEW_ROWS]]
+        shown = [self._shown(row) for row in self.to_send[:PREVIEW_ROWS]]
         more = f" (first {len(shown)} of {len(self.to_send)})" if len(self.to_send) > len(shown) else ""
         return f"{self.shown_what}, sent exactly as shown{more}:", shown
 
     def refused(self, how: str) -> pd.DataFrame:
-        self._log(f"denied ({how})")
+        """Every row denied, in one log row for the batch (not one per row: a denied batch of 100,000 rows would
+        push the rest of the session out of its bounded log)."""
+        self._log(f"denied ({how}): {len(self.waiting)} rows, args {self.digest()[:12]}")
         for row in self.waiting:
-            self._settle(row, self.plans[row].refused(how))
+            self._settle(row, self.plans[row].fail(APPROVAL_DENIED, "the call was denied; nothing was sent"))
         return self.to_frame()
 
     def failure(self, code: str, message: str) -> pd.DataFrame:
@@ -228,42 +244,51 @@ class Rows(HasTraits):
     # --- running (on the loop) and waiting (in the kernel's thread) -----------------------------
 
     async def run(self, cancel: CancelToken, activity: Activity) -> pd.DataFrame:
-        """Every row on the loop, at most ``concurrency`` at once; ``cancel`` stops the batch: rows in flight
-        are cancelled on the server, the others are not sent. A batch shows its rows' count, not what the server
-        says of each (``activity`` stays empty): that is in the session log."""
+        """Every row on the loop, at most ``concurrency`` at once on each session; ``cancel`` stops the batch: rows in
+        flight are cancelled on the server, the others are not sent. ``concurrency`` workers per session take its rows
+        in order (not a task per row: a batch of 100,000 rows holds a few tasks, not 100,000). A batch shows its rows'
+        count, not what the server says of each (``activity`` stays empty): that is in the session log."""
         self._started = time.perf_counter()
-        limiters: dict[int, anyio.Semaphore] = {}  # one per session the rows go to
+        by_session: dict[int, list[int]] = {}  # the rows each session is given
+        for row in self.to_send:
+            by_session.setdefault(id(self.plans[row].connection), []).append(row)
         async with anyio.create_task_group() as group:
-            for row in self.to_send:
-                connection = self.plans[row].connection
-                if id(connection) not in limiters:
-                    limiters[id(connection)] = anyio.Semaphore(self.concurrency)
-                group.start_soon(self._run_row, row, limiters[id(connection)], cancel)
+            for rows in by_session.values():
+                taken = iter(rows)  # (shared by the session's workers: each takes the next row when it is free)
+                for _ in range(min(self.concurrency, len(rows))):
+                    group.start_soon(self._work, taken, cancel)
         if cancel.code is not None:
             stopped = self._counts().get(cancel.code, 0)
             self._log(f"interrupted: {stopped} rows left without a result ({cancel.reason})")
         return self.to_frame()
 
-    async def _run_row(self, row: int, limiter: anyio.Semaphore, cancel: CancelToken) -> None:
+    async def _work(self, rows: Iterator[int], cancel: CancelToken) -> None:
+        for row in rows:
+            self._settle(row, await self._run_row(row, cancel))
+
+    async def _run_row(self, row: int, cancel: CancelToken) -> Result:
         plan = self.plans[row]
-        async with limiter:
-            connection = plan.connection
-            if cancel.code is not None:
-                result = plan.failure(cancel.code, f"{cancel.reason}; it was not sent")
-            elif connection.state == STALE or connection.revision != plan.revision:
-                result = plan.failure(CATALOG_STALE, "the tools changed during the batch; this row was not sent")
-            else:
-                self._ran.add(row)
-                self.sent += 1
-                result = await plan.run(cancel)
-                self._keep(row, result)
-        self._settle(row, result)
+        connection = plan.connection
+        if cancel.code is not None:
+            return plan.failure(cancel.code, f"{cancel.reason}; it was not sent")
+        if connection.state == STALE or connection.revision != plan.revision:
+            return plan.failure(CATALOG_STALE, "the tools changed during the batch; this row was not sent")
+        self._ran.add(row)
+        self._change("sent", self.sent + 1)
+        result = await plan.run(cancel)
+        if calls.never_sent(plan, result):  # (PurrA's check refused the row's arguments)
+            self._ran.discard(row)
+            self._change("sent", self.sent - 1)
+        else:
+            self._keep(row, result)
+        return result
 
     def _settle(self, row: int, result: Result) -> None:
         """The one place a row ends."""
         self.results[row] = result
-        self.failed += result.error_code is not None
-        self.finished += 1
+        if result.error_code is not None:
+            self._change("failed", self.failed + 1)
+        self._change("finished", self.finished + 1)
 
     @contextmanager
     def watch(self, activity: Activity) -> Iterator[None]:
@@ -335,11 +360,26 @@ class Batch(Rows):
         self.keys = self._resume(bindings.catalog.digest) if checkpoint is not None else []
         self._ready()
 
+    def _identity(self, row: int) -> Any:
+        """A row's arguments as given (the handler's check or ``check_rows`` settles how they go out)."""
+        return self.plans[row].arguments
+
+    def _shown(self, row: int) -> Any:
+        return self.plans[row].wire_arguments
+
+    def check_rows(self) -> None:
+        """Before a person approves the batch, each row's arguments are checked once (a person must never approve what
+        PurrA will refuse); the rows that do not fit are settled now. A batch decided in code leaves that check to
+        purra-mcp's handler as each row runs (raw rows were checked when they were planned)."""
+        for row in self.waiting:
+            self.plans[row] = plan = calls.checked(self.plans[row])
+            self.results[row] = calls.refused_row(plan)
+        self._ready()
+
     def _resume(self, catalog_digest: str) -> list[str]:
         """Each row's checkpoint key; rows the checkpoint holds are settled with their recorded results."""
         assert self.checkpoint is not None
-        digests = [calls.arguments_digest(plan.arguments) for plan in self.plans]
-        keys = row_keys(self.remote, self.raw, digests, catalog_digest)
+        keys = row_keys(self.remote, self.raw, [self.row_digest(row) for row in range(len(self.plans))], catalog_digest)
         for row, key in enumerate(keys):
             done = self.checkpoint.done.get(key)
             if self.results[row] is None and done is not None:

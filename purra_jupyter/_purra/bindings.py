@@ -360,8 +360,8 @@ class Bindings(HasTraits):
 
     def label(self, remote: str) -> str:
         """``remote`` as a person is shown it: its catalog label (``ToolVerdict.label``), or its visible name."""
-        catalog = self._state.catalog
-        return catalog[remote].label if remote in catalog else visible(remote)
+        label = self._state.catalog.labels.get(remote)
+        return label if label is not None else visible(remote)
 
     def effect(self, remote: str) -> str | None:
         """What ``remote`` is bound as (read, write, destructive); ``None`` when unbound."""

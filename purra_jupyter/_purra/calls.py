@@ -15,7 +15,7 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
@@ -25,11 +25,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-from traitlets import Any as AnyTrait
-from traitlets import Enum, HasTraits
 
 from .._base import raw_schema, runner
 from .._base.activity import Activity, ActivityLines
+from .._base.changes import Observed
 from .._base.config import check_timeout
 from .._base.egress import CellText, cell_text
 from .._base.errors import HostCodeError, McpSessionError
@@ -37,7 +36,6 @@ from .._base.raw_schema import Check, Misfit
 from .._base.visible import visible
 from .._base.wire import (
     APPROVAL_DENIED,
-    CALL_STATES,
     CANCELED,
     CATALOG_STALE,
     CLOSED,
@@ -248,7 +246,9 @@ def plan_call(
     task: bool = False,
     check_arguments: bool = True,
 ) -> CallPlan:
-    """Resolve ``name`` (local or remote) and copy ``arguments``; usage errors raise here."""
+    """Resolve ``name`` (local or remote) and copy ``arguments``; usage errors raise here. A raw call's arguments are
+    checked here (against the tool's own schema: nothing else checks them before they go out); a PurrA call's by
+    purra-mcp's handler as it runs, and before that only when a person will see them (``checked``)."""
     if not isinstance(check_arguments, bool):
         raise McpSessionError(CONFIG_INVALID, "check_arguments must be True or False.")
     if not check_arguments and not raw:
@@ -278,7 +278,15 @@ def plan_call(
                 server_text="\n".join(tool.reasons),
             )
         bindings.check_read_declaration(remote)  # calling it unbound declares it a read tool
-    return replace(plan, **_checked(plan)) if check_arguments and remote in bindings.catalog else plan
+    return checked(plan) if raw else plan
+
+
+def checked(plan: CallPlan) -> CallPlan:
+    """``plan`` with what one check of its arguments found (``sent``, ``problem``): before a person approves a PurrA
+    call (who must never approve what PurrA will refuse), and for every raw call."""
+    if not plan.check_arguments or plan.remote not in plan.bindings.catalog:
+        return plan
+    return replace(plan, **_checked(plan))
 
 
 def refusal(plan: CallPlan) -> tuple[str, str] | None:
@@ -341,6 +349,8 @@ async def _call_purra(plan: CallPlan, client: ClientSession) -> Result:
     except Exception as error:  # purra-mcp's handler catches every server failure: this is the host's
         message = f"purra-mcp's handler raised {error.__class__.__name__}: {error}"
         return plan.fail(HOST_ERROR, message, ms_since(started), effect_state=UNKNOWN if plan.write else NOT_STARTED)
+    if result.error_code == INVALID_ARGUMENTS:  # refused before anything was sent, as the kit's own check refuses
+        return plan.fail(INVALID_ARGUMENTS, refused_by_purra(plan))
     effect_state = str(result.effect_state.value)
     message = RESULT_NOTES.get(result.error_code or "", "")
     server_text = plan.connection.requests.server_text() if result.error_code else ""
@@ -559,26 +569,32 @@ class Job(Protocol):
         ...
 
 
-class Call(HasTraits):
+class Call(Observed):
     """One decision over a ``Job``: ``pending`` until approved, denied or voided (the catalog turned stale or the
     session ended first); an approved job runs on the loop (``running``) and the call ends ``done``. A decision
     is final, and the call always settles, in ``_settle``, with a result.
 
-    Its state and result change on the loop thread only, whichever thread decides (code, a click): so its
-    observers (widgets, displays) run there too, one after another."""
-
-    state = Enum(CALL_STATES, default_value=PENDING, help="pending | running | done | denied | void")
-    result = AnyTrait(None, allow_none=True, help="the Envelope or RawResult (a DataFrame for a batch), once decided")
+    Its ``state`` (one of ``CALL_STATES``) and ``result`` (the Envelope or RawResult, a DataFrame for a batch) change
+    on the loop thread only, whichever thread decides (code, a click): so their observers (widgets, displays) run
+    there too, one after another. A call waiting for a person (``waits_for_a_person``) also follows its session, and
+    is voided when the session ends or its catalog turns stale first."""
 
     def __init__(self, job: Job) -> None:
         super().__init__()
         self.job = job
+        self.state = PENDING
+        self.result: Any = None
         self.arguments_digest = job.digest()
         self._cancel = CancelToken()
         self.activity = Activity(job.connection.scrub)  # what the server says of the call while it runs
         self._future: Future[None] | None = None
         self.decision: Decision | None = None  # set when decided (a void says why instead)
-        job.connection.observe(self._connection_changed, names="state")
+        self._following = False
+
+    def waits_for_a_person(self) -> None:
+        """Follow the session while a person decides (a call decided in code is decided at once, on the loop)."""
+        self._following = True
+        self.job.connection.observe(self._connection_changed, names="state")
 
     @property
     def connection(self) -> Connection:
@@ -638,6 +654,12 @@ class Call(HasTraits):
     def when_settled(self, callback: Callable[[Call], None]) -> None:
         """``callback(call)`` once the call settled (``done``, ``denied`` or ``void``): now if it has (on this thread),
         else on the loop as it settles."""
+        runner.on_loop(self._when_settled, callback)
+
+    def _when_settled(self, callback: Callable[[Call], None]) -> None:
+        if self.state in SETTLED:
+            callback(self)
+            return
 
         def settled(change: dict[str, Any]) -> None:
             if change["new"] in SETTLED:
@@ -645,9 +667,6 @@ class Call(HasTraits):
                 callback(self)
 
         self.observe(settled, names="state")
-        if self.state in SETTLED:  # (it may have settled before the observer was in place)
-            self.unobserve(settled, names="state")
-            callback(self)
 
     def refuse(self, code: str, message: str) -> None:
         """Settle a call that cannot be sent before anyone decides (see ``refusal``), on the loop as every call."""
@@ -722,14 +741,16 @@ class Call(HasTraits):
 
     def _settle(self, state: str, result: Any) -> None:
         """The one place a call ends: its result first (a display shows it before the state says so)."""
-        self.connection.unobserve(self._connection_changed, names="state")
+        if self._following:
+            self.connection.unobserve(self._connection_changed, names="state")
         self._set("result", result)
         self._set("state", state)
 
     def _set(self, name: str, value: Any) -> None:
-        """Set a trait; an observer that raises is logged, never allowed to leave the call unsettled."""
+        """Change ``state`` or ``result``; an observer that raises is logged, never allowed to leave the call
+        unsettled."""
         try:
-            self.set_trait(name, value)
+            self._change(name, value)
         except Exception as exc:
             self.connection.log.add(EVENT_ERROR, f"an observer of a call raised {exc.__class__.__name__}: {exc}")
 
@@ -754,15 +775,35 @@ def check_approve(approve: object) -> None:
 # --- argument checks ------------------------------------------------------------------------------------
 
 
+IDENTITY_BYTES = 1 << 20  # PurrA's limit on what one identity digest covers (purra's StructuredOutputLimits)
+DIGESTS_PER_NODE = 4_096  # digests one node of a batch's digest covers: 4,096 x 67 bytes, well under that limit
+
+
 def arguments_digest(arguments: Any) -> str:
-    """PurrA's identity digest of plain JSON ``arguments`` (through their canonical text when they
-    break its limits), which an approval covers."""
+    """PurrA's identity digest of plain JSON ``arguments`` (through their canonical text when they break its depth
+    or node limits), which an approval covers; arguments over its 1 MiB limit are refused (``mcp_invalid_arguments``)
+    before anything is sent, since no approval could name them."""
     from purra.structured import json_identity_digest
 
     try:
         return str(json_identity_digest(arguments))
     except (TypeError, ValueError):
+        pass
+    try:
         return str(json_identity_digest({"json": json.dumps(arguments, sort_keys=True)}))
+    except (TypeError, ValueError):
+        limit = f"PurrA's {IDENTITY_BYTES >> 20} MiB identity limit"
+        message = f"The arguments are over {limit}: no approval can name them. Nothing was sent."
+        raise McpSessionError(INVALID_ARGUMENTS, message) from None
+
+
+def digest_of_digests(digests: Sequence[str]) -> str:
+    """PurrA's identity digest over many digests (a batch's rows), as a tree whose nodes each cover at most
+    ``DIGESTS_PER_NODE``: no count of rows reaches PurrA's 1 MiB limit, and each row's digest is computed once."""
+    level = list(digests)
+    while len(level) > DIGESTS_PER_NODE:
+        level = [arguments_digest(level[i : i + DIGESTS_PER_NODE]) for i in range(0, len(level), DIGESTS_PER_NODE)]
+    return arguments_digest(level)
 
 
 def _checked(plan: CallPlan) -> dict[str, Any]:
@@ -784,6 +825,19 @@ def _checked(plan: CallPlan) -> dict[str, Any]:
     if misfit.code == INVALID_ARGUMENTS:
         return {"problem": (misfit.code, f"the arguments do not fit at {misfit.path}: {misfit.problem}")}
     return {"problem": (misfit.code, misfit.problem)}
+
+
+def never_sent(plan: CallPlan, result: Result) -> bool:
+    """Whether purra-mcp's handler refused the call's arguments, so that nothing reached the server."""
+    return not plan.raw and result.error_code == INVALID_ARGUMENTS
+
+
+def refused_by_purra(plan: CallPlan) -> str:
+    """Why purra-mcp's handler refused a call's arguments: a call decided in code has that one check, and its words
+    (in the schema's, where they say it) are found only when it refuses."""
+    problem = plan.problem or _checked(plan).get("problem")
+    words = problem[1] if problem else "they do not fit the tool's contract"
+    return f"PurrA's check refused the arguments (purra-mcp's handler, before sending): {words}; nothing was sent"
 
 
 def _json(value: Any) -> str:
@@ -829,8 +883,12 @@ __all__ = [
     "Decision",
     "Result",
     "argument_checker",
+    "arguments_digest",
     "check_approve",
+    "checked",
+    "digest_of_digests",
     "needs_a_person",
+    "never_sent",
     "plan_call",
     "refusal",
     "refused_row",

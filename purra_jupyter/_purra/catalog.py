@@ -180,14 +180,21 @@ class Catalog:
         """``purra.json-identity/v1`` over the listing (see ``digest_of``), computed on first use."""
         return digest_of(self.tools)
 
+    @functools.cached_property
+    def _by_name(self) -> dict[str, ToolVerdict]:
+        """The tools by name, made on first use (every call looks its tool up, some several times)."""
+        return {tool.name: tool for tool in self.tools}
+
+    @functools.cached_property
+    def labels(self) -> dict[str, str]:
+        """Each tool's ``label`` by name, made once: a log row of every call names its tool."""
+        return {tool.name: tool.label for tool in self.tools}
+
     def __getitem__(self, name: str) -> ToolVerdict:
-        for tool in self.tools:
-            if tool.name == name:
-                return tool
-        raise KeyError(name)
+        return self._by_name[name]
 
     def __contains__(self, name: object) -> bool:
-        return any(tool.name == name for tool in self.tools)
+        return name in self._by_name
 
     def __len__(self) -> int:
         return len(self.tools)

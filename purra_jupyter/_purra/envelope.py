@@ -134,10 +134,6 @@ class Envelope:
     server_text: str = ""
     effect_state: str = NOT_STARTED
     write: bool = False
-    _value: dict[str, Any] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_value", json.loads(self.json))
 
     @property
     def ok(self) -> bool:
@@ -145,11 +141,11 @@ class Envelope:
 
     @property
     def text(self) -> list[str]:
-        return list(self._value["text"])
+        return list(json.loads(self.json)["text"])  # (read when asked: a batch's rows keep only their text)
 
     @property
     def structured(self) -> Any:
-        return self._value["structured"]
+        return json.loads(self.json)["structured"]
 
     def to_dict(self) -> dict[str, Any]:
         """The envelope ``{"text": [...], "structured": ...}`` a PurrA host gets, as a fresh dict."""

@@ -23,7 +23,7 @@ from .._connection.connection import Connection
 from .._evaluation.batches import prepare
 from .._evaluation.replays import Replay
 from .._purra.bindings import Bindings
-from .._purra.calls import Call, CallPlan, check_approve, needs_a_person, plan_call, refusal
+from .._purra.calls import Call, CallPlan, check_approve, checked, needs_a_person, plan_call, refusal
 from .._purra.catalog import Catalog, ToolVerdict
 
 if TYPE_CHECKING:
@@ -154,6 +154,8 @@ class Caller:
             self.connection, self.bindings, tool, rows, concurrency=concurrency, timeout=timeout, check=check, raw=raw,
             checkpoint=checkpoint, pool=pool,
         )  # fmt: skip
+        if not raw and needs_a_person(approve, self._approval, batch.may_write):
+            batch.check_rows()
         return self._given(self._call(batch, approve, views=True)) if batch.waiting else batch.to_frame()
 
     def _checked_pool(self, others: Sequence[Any]) -> list[PoolMember]:
@@ -191,12 +193,24 @@ class Caller:
     def _call(self, job: Any, approve: bool | None, *, views: bool) -> Call:
         """``job``'s call, waiting for a person (the approval widget) or settled as the code and the policy say. A
         call of a tool with a view (``views``, and views on) is a ``ViewedCall`` either way."""
-        reason = refusal(job) if isinstance(job, CallPlan) else None
-        if reason is not None:
-            return self._refused(job, reason)
+        job, person, refused = self._planned(job, approve)
+        return refused if refused is not None else self._decided(job, approve, person, views=views)
+
+    def _planned(self, job: Any, approve: bool | None) -> tuple[Any, bool, Call | None]:
+        """``job`` as it will be decided, whether a person decides it, and its call if it is refused before any
+        approval. A PurrA call's arguments are checked once: here when a person decides (who must never approve what
+        PurrA will refuse), else by purra-mcp's handler as the call runs."""
+        person = needs_a_person(approve, self._approval, job.may_write)
+        if isinstance(job, CallPlan):
+            job = checked(job) if person and not job.raw else job
+            reason = refusal(job)
+            if reason is not None:
+                return job, person, self._refused(job, reason)
+        return job, person, None
+
+    def _decided(self, job: Any, approve: bool | None, person: bool, *, views: bool) -> Call:
         viewed = views and bool(self.connection.config.views) and isinstance(job, CallPlan)
         viewed = viewed and job.tool.app.uri is not None
-        person = needs_a_person(approve, self._approval, job.may_write)
         call: Call
         shown: ViewedCall | None = None
         if viewed:
@@ -209,7 +223,9 @@ class Caller:
             call = PendingCall(job)
         else:
             call = Call(job)
-        if not person:
+        if person:
+            call.waits_for_a_person()
+        else:
             call.decide(approve=approve, policy=self._approval)
             if shown is not None:
                 shown.view.wait_read(self.connection.config.timeout)  # a call approved in code shows its view at once
@@ -227,8 +243,8 @@ class Caller:
         holds its decision whoever made it."""
         raw = self.bindings.binding(tool) is None
         plan = plan_call(self.connection, self.bindings, tool, arguments, raw=raw, timeout=None)
-        reason = refusal(plan)
-        return self._refused(plan, reason).result if reason is not None else self._call(plan, None, views=False)
+        plan, person, refused = self._planned(plan, None)
+        return refused.result if refused is not None else self._decided(plan, None, person, views=False)
 
     def _view_host(self) -> _ViewHost:
         return _ViewHost(self.connection, lambda: self.bindings.catalog, self._view_call, self._read_view)

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import ipywidgets as widgets
-from traitlets import dlink
 
 from .._base import runner
 from .._base.activity import Activity
@@ -136,11 +135,11 @@ class ApprovalWidget(widgets.VBox):
         self._unlinks: list[Callable[[], None]] = []  # what ``release`` undoes: the batch's links to its widgets
         progress = []
         if isinstance(job, Rows):  # a bar and counts that follow the rows of the approved batch (refused rows: no)
-            bar = widgets.IntProgress(min=0, max=max(job.progress_total, 1))
-            self._unlinks.append(dlink((job, "finished"), (bar, "value")).unlink)
+            bar = widgets.IntProgress(min=0, max=max(job.progress_total, 1), value=job.finished)
             self.counts = widgets.HTML(str(_counts_html(job)))
 
             def count(_: object) -> None:
+                bar.value = job.finished
                 self.counts.value = str(_counts_html(job))
 
             names = ["sent", "finished", "failed"]
