@@ -87,7 +87,9 @@ def test_one_approval_covers_the_replay_and_a_deny_sends_nothing(tmp_path: Path)
         denied = decided(session.replay(path), "deny")
         assert denied["same"].isna().all() and set(denied["now_error_code"]) == {"mcp_approval_denied"}
         calls = [row.detail for row in session.log.events("call")]
-        assert len(calls) == len(CALLS) + len(CALLS)  # the approved replay's calls, and the denied ones' records
+        assert len(calls) == len(CALLS)  # the approved replay's calls; the denied replay is one row of its own
+        denials = [row.detail for row in session.log.events("approval") if "denied" in row.detail]
+        assert len(denials) == 1 and f": {len(CALLS)} rows, args " in denials[0], denials
 
 
 def test_a_call_whose_tool_is_gone_or_whose_arguments_no_longer_fit_is_not_sent(tmp_path: Path) -> None:

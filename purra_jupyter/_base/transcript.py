@@ -9,13 +9,13 @@ Saved as JSON Lines (``Transcript.save``), format ``purra-jupyter.transcript/1``
   the JSON-RPC message as it crossed the transport}``.
 
 Every secret of the server's config (``ServerConfig.secrets``, and every token the authorization flow obtained) is
-``***`` in every string of every message, as everywhere the kit shows server text: what the server sent was scrubbed
-where it entered (``ingress``), and every message is scrubbed again as the transcript is read out (``messages``,
-``save``), so a request that carried a secret is shown and saved with ``***`` in its place. While the session runs,
-the messages are kept as their JSON text, packed ``PACKED`` at a time with zlib: a batch of 100,000 calls costs its
-session a few MiB and a few instructions a message, not a Python object per value. The file is written by
-``untrusted.json_line`` and read back as untrusted input (``load``). ``python -m purra_jupyter.mock FILE`` serves a
-transcript back as a stdio MCP server.
+``***`` in every string of every message, as everywhere the kit shows server text: each message is kept as it
+crossed the transport (what the server sent, as the ingress that admitted it read it) and scrubbed as the transcript
+is read out (``messages``, ``save``), so a message that carried a secret is shown and saved with ``***`` in its
+place. While the session runs, the messages are kept as their JSON text, packed ``PACKED`` at a time with zlib: a
+batch of 100,000 calls costs its session a few MiB and a few instructions a message, not a Python object per value.
+The file is written by ``untrusted.json_line`` and read back as untrusted input (``load``). ``python -m
+purra_jupyter.mock FILE`` serves a transcript back as a stdio MCP server.
 """
 
 from __future__ import annotations

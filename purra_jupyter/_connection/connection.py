@@ -83,22 +83,16 @@ class _WatchedStream(ObjectReceiveStream[Any]):
     """The transport's read stream, as ``ClientSession`` reads it, noticing the moment the server's
     stream ends (a server that exits), so the session fails at once instead of at the next timeout."""
 
-    def __init__(
-        self, inner: ObjectReceiveStream[Any], on_end: Callable[[], Awaitable[None]], tap: Callable[[Any], None] | None
-    ) -> None:
+    def __init__(self, inner: ObjectReceiveStream[Any], on_end: Callable[[], Awaitable[None]]) -> None:
         self._inner = inner
         self._on_end = on_end
-        self._tap = tap
 
     async def receive(self) -> Any:
         try:
-            item = await self._inner.receive()
+            return await self._inner.receive()
         except anyio.EndOfStream:
             await self._on_end()
             raise
-        if self._tap is not None:
-            self._tap(item)
-        return item
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -261,16 +255,14 @@ class Ending:
         return None
 
 
-def recorder(transcript: Transcript | None, direction: str) -> Callable[[Any], None] | None:
-    """What records each message crossing the transport one way (``None``: no transcript): its JSON text, which the
-    transcript scrubs as it is read out."""
+def recorder(transcript: Transcript | None) -> Callable[[Any], None] | None:
+    """What records each message the kit sends (``None``: no transcript): its JSON text, which the transcript scrubs
+    as it is read out. (What the server sends is recorded as it sent it, by the ingress that admits it.)"""
     if transcript is None:
         return None
 
     def record(item: Any) -> None:
-        message = getattr(item, "message", None)  # (an exception read in place of a message is not one)
-        if message is not None:
-            transcript.record(direction, message.model_dump_json(by_alias=True, exclude_none=True))
+        transcript.record(SENT, item.message.model_dump_json(by_alias=True, exclude_none=True))
 
     return record
 
@@ -322,13 +314,14 @@ class Connection(HasTraits):
         self._limits = limits
         self.scrub = Scrubber(config.secrets)
         self.log = SessionLog(self.scrub)
-        self.ingress = Ingress(self.scrub, self.log.add)  # the one door of the server's messages
-        self.errors = ErrorSeam(config, transport.kind, self.scrub, lambda: transport.stderr)
         self.transcript = (
             Transcript(config.name, transport.kind, config.target, self.scrub, scrub_value=self.scrub.value)
             if record
             else None
         )
+        received = partial(self.transcript.record, RECEIVED) if self.transcript is not None else None
+        self.ingress = Ingress(self.scrub, self.log.add, record=received)  # the one door of the server's messages
+        self.errors = ErrorSeam(config, transport.kind, self.scrub, lambda: transport.stderr)
         self.requests = RequestTracker(
             config.name, self.log, self.scrub, drop=transport.drop, hint=self.errors.hint, notice_seconds=config.timeout
         )
@@ -409,8 +402,8 @@ class Connection(HasTraits):
             read, write = await stack.enter_async_context(self.link.open(self._context()))  # a server starts first
             self._monitor, self._limits = await load_client(self.config, self._limits, deadline, started)
             session_class = client_session_class(client_extensions(bool(self.config.views)), self.requests)
-            watched = _WatchedStream(read, self._stream_ended, recorder(self.transcript, RECEIVED))
-            recording = _RecordingStream(write, self.requests.sent, recorder(self.transcript, SENT))
+            watched = _WatchedStream(read, self._stream_ended)
+            recording = _RecordingStream(write, self.requests.sent, recorder(self.transcript))
             # (ClientSession reads and writes any anyio object stream; its annotation names the memory streams)
             client = await stack.enter_async_context(
                 session_class(cast(Any, watched), cast(Any, recording), message_handler=self._on_message)

@@ -153,7 +153,8 @@ class Rows(Observed):
         self.plans = plans
         self.results = results
         self._row_digests: list[str | None] = [None] * len(plans)
-        self._ran: set[int] = set()
+        self._digest: tuple[list[int], str] | None = None  # (the rows it covers, the digest)
+        self._ran = bytearray(len(plans))  # 1 for each row that was sent
         self.to_send: list[int] = []
         self.progress_total = 0
         self._started = time.perf_counter()
@@ -185,7 +186,7 @@ class Rows(Observed):
         """Rows settled before the approval, never sent (their arguments do not fit, their tool is gone)."""
         to_send = set(self.to_send)
         return [(row, result) for row, result in enumerate(self.results)
-                if row not in to_send and row not in self._ran and result is not None]  # fmt: skip
+                if row not in to_send and not self._ran[row] and result is not None]  # fmt: skip
 
     def refused_details(self, name: Callable[[int], str]) -> list[tuple[str, str]]:
         """The first refused rows as an approval's detail lines: what the row is (``name(row)``), why it was refused."""
@@ -193,14 +194,21 @@ class Rows(Observed):
         return [(name(row), f"{result.error_code}: {result.message}") for row, result in shown]
 
     def digest(self) -> str:
-        """What the approval covers: a digest of the rows' digests (see ``calls.digest_of_digests``)."""
-        return calls.digest_of_digests([self.row_digest(row) for row in self.to_send])
+        """What the approval covers: a digest of the rows' digests (see ``calls.digest_of_digests``), made once for the
+        rows to send; the rows' digests are let go then (a checkpoint's keys were made of them before)."""
+        if self._digest is None or self._digest[0] is not self.to_send:
+            self._digest = (self.to_send, calls.digest_of_digests([self.row_digest(row) for row in self.to_send]))
+            self._row_digests = []
+        return self._digest[1]
 
     def row_digest(self, row: int) -> str:
         """PurrA's identity digest of what row ``row``'s approval covers (``_identity``), computed once."""
-        digest = self._row_digests[row]
+        digests = self._row_digests
+        digest = digests[row] if digests else None
         if digest is None:
-            digest = self._row_digests[row] = calls.arguments_digest(self._identity(row))
+            digest = calls.arguments_digest(self._identity(row))
+            if digests:
+                digests[row] = digest
         return digest
 
     def _identity(self, row: int) -> Any:
@@ -247,7 +255,7 @@ class Rows(Observed):
         """Every row on the loop, at most ``concurrency`` at once on each session; ``cancel`` stops the batch: rows in
         flight are cancelled on the server, the others are not sent. ``concurrency`` workers per session take its rows
         in order (not a task per row: a batch of 100,000 rows holds a few tasks, not 100,000). A batch shows its rows'
-        count, not what the server says of each (``activity`` stays empty): that is in the session log."""
+        count, not what the server says of each (``activity`` is not shown): that is in the session log."""
         self._started = time.perf_counter()
         by_session: dict[int, list[int]] = {}  # the rows each session is given
         for row in self.to_send:
@@ -256,28 +264,28 @@ class Rows(Observed):
             for rows in by_session.values():
                 taken = iter(rows)  # (shared by the session's workers: each takes the next row when it is free)
                 for _ in range(min(self.concurrency, len(rows))):
-                    group.start_soon(self._work, taken, cancel)
+                    group.start_soon(self._work, taken, cancel, activity)
         if cancel.code is not None:
             stopped = self._counts().get(cancel.code, 0)
             self._log(f"interrupted: {stopped} rows left without a result ({cancel.reason})")
         return self.to_frame()
 
-    async def _work(self, rows: Iterator[int], cancel: CancelToken) -> None:
+    async def _work(self, rows: Iterator[int], cancel: CancelToken, activity: Activity) -> None:
         for row in rows:
-            self._settle(row, await self._run_row(row, cancel))
+            self._settle(row, await self._run_row(row, cancel, activity))
 
-    async def _run_row(self, row: int, cancel: CancelToken) -> Result:
+    async def _run_row(self, row: int, cancel: CancelToken, activity: Activity) -> Result:
         plan = self.plans[row]
         connection = plan.connection
         if cancel.code is not None:
             return plan.failure(cancel.code, f"{cancel.reason}; it was not sent")
         if connection.state == STALE or connection.revision != plan.revision:
             return plan.failure(CATALOG_STALE, "the tools changed during the batch; this row was not sent")
-        self._ran.add(row)
+        self._ran[row] = 1
         self._change("sent", self.sent + 1)
-        result = await plan.run(cancel)
+        result = await plan.run(cancel, activity)
         if calls.never_sent(plan, result):  # (PurrA's check refused the row's arguments)
-            self._ran.discard(row)
+            self._ran[row] = 0
             self._change("sent", self.sent - 1)
         else:
             self._keep(row, result)
@@ -317,7 +325,11 @@ class Rows(Observed):
         """The latency of each row that ran to its end (in the order of the rows)."""
         import pandas as pd
 
-        ran = [results[row].elapsed_ms for row in sorted(self._ran) if results[row].error_code != INTERRUPTED]
+        ran = [
+            result.elapsed_ms
+            for row, result in enumerate(results)
+            if self._ran[row] and result.error_code != INTERRUPTED
+        ]
         return pd.Series(ran, dtype=float)
 
 
@@ -384,7 +396,7 @@ class Batch(Rows):
             done = self.checkpoint.done.get(key)
             if self.results[row] is None and done is not None:
                 self.results[row] = done
-                self._ran.add(row)
+                self._ran[row] = 1
                 self.resumed += 1
         return keys
 
@@ -444,6 +456,10 @@ class Batch(Rows):
         resumed = f"; {self._resumed_words()}" if self.checkpoint is not None else ""
         self._log(f"{how}: {len(self.to_send)} rows, args {digest[:12]}{declaration}{resumed}")
 
+    def _settle(self, row: int, result: Result) -> None:
+        super()._settle(row, result)
+        self.plans[row] = self.probe  # (the row's copy of its arguments is let go: ``frame`` holds its input)
+
     def _keep(self, row: int, result: Result) -> None:
         """A row that ran, in the checkpoint (unless it was stopped: it runs again on a rerun)."""
         if self.checkpoint is None or result.error_code == INTERRUPTED:
@@ -462,7 +478,7 @@ class Batch(Rows):
         results = [result or self.plans[row].fail(INTERRUPTED, "not run") for row, result in enumerate(self.results)]
         columns: dict[str, list[Any]] = {name: [] for name in RESULT_COLUMNS}
         for row, result in enumerate(results):
-            for name, value in zip(RESULT_COLUMNS, _result_fields(result, sent=row in self._ran), strict=True):
+            for name, value in zip(RESULT_COLUMNS, _result_fields(result, sent=bool(self._ran[row])), strict=True):
                 columns[name].append(value)
         if self.check is not None:
             verdicts = [_checked(self.check, result) for result in results]
@@ -657,10 +673,15 @@ def _plan_rows(
     session) are settled now."""
     plans: list[CallPlan] = []
     results: list[Result | None] = []
+    templates = [  # (the tool is resolved and its binding looked up once per session, not once per row)
+        calls.plan_call(connection, bindings, probe.remote, {}, raw=probe.raw, timeout=probe.timeout)
+        if connection is not probe.connection
+        else probe
+        for connection, bindings in places
+    ]
     for row, arguments in enumerate(rows):
-        connection, bindings = places[row % len(places)]
         try:
-            plan = calls.plan_call(connection, bindings, probe.remote, arguments, raw=probe.raw, timeout=probe.timeout)
+            plan = calls.with_arguments(templates[row % len(templates)], arguments)
         except McpSessionError as error:  # arguments that are not plain JSON
             plans.append(probe)
             results.append(probe.failure(error.code, f"{error.message} Nothing was sent."))
@@ -689,7 +710,8 @@ def _result_fields(result: Result, *, sent: bool) -> tuple[Any, ...]:
         text = [block.get("text", "") for block in result.content if block.get("type") == "text"]
         structured = result.structured_content
     else:
-        text, structured = result.text, result.structured
+        envelope = result.to_dict()  # (parsed once: an Envelope keeps its JSON text)
+        text, structured = envelope["text"], envelope["structured"]
         effect = result.effect_state if result.shows_effect else None
     elapsed = round(result.elapsed_ms, 1) if sent else None
     return result.ok, result.error_code, effect, "\n".join(text), structured, elapsed, result.message

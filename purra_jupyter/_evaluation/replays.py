@@ -243,7 +243,7 @@ class Replay(Rows):
 
     def _row(self, row: int, call: RecordedCall) -> dict[str, Any]:
         result = self.results[row]
-        sent = row in self._ran
+        sent = bool(self._ran[row])
         same, difference = _compared(call.answer, result) if sent and result is not None else (None, "not sent")
         if not sent and result is not None:
             difference = f"not sent: {result.error_code}: {result.message}"

@@ -128,10 +128,25 @@ class _State:
     # Readers of one snapshot: a registration and a write's terms never mix two states.
 
     def registration(self, remote: str) -> ToolRegistration:
+        known = self._registrations.get(remote)
+        if known is not None:
+            return known
         binding = self.bindings[remote]
         found = self.found(is_write(binding))
         assert found is not None
         return next(r for r in found.registrations if r.schema.name == binding.local_name)
+
+    @functools.cached_property
+    def _registrations(self) -> dict[str, ToolRegistration]:
+        """The bound tools' registrations by remote name, found once per state: every call looks its tool's up."""
+        kinds = {writing: {r.schema.name: r for r in found.registrations}
+                 for writing, found in ((False, self.reads), (True, self.writes)) if found is not None}  # fmt: skip
+        known = {}
+        for remote, binding in self.bindings.items():
+            registration = kinds.get(is_write(binding), {}).get(binding.local_name)
+            if registration is not None:
+                known[remote] = registration
+        return known
 
     def write_terms(self, remote: str) -> WriteTerms | None:
         binding = self.bindings.get(remote)

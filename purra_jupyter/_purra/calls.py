@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -257,10 +257,7 @@ def plan_call(
     remote = bindings.remote_name(name)
     if task:
         check_task(bindings.catalog, remote, raw=raw)
-    try:
-        copied = json.loads(json.dumps(dict(arguments or {}), allow_nan=False))
-    except (TypeError, ValueError) as error:
-        raise McpSessionError(INVALID_ARGUMENTS, f"The arguments are not plain JSON: {error}.") from None
+    copied = copied_arguments(arguments)
     if timeout is not None:
         check_timeout(timeout, "The call's timeout")
     seconds = float(timeout) if timeout is not None else connection.limits.timeout_ms / 1000
@@ -279,6 +276,22 @@ def plan_call(
             )
         bindings.check_read_declaration(remote)  # calling it unbound declares it a read tool
     return checked(plan) if raw else plan
+
+
+def copied_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A private copy of ``arguments``, which must be plain JSON (``mcp_invalid_arguments`` if not)."""
+    try:
+        copied: dict[str, Any] = json.loads(json.dumps(dict(arguments or {}), allow_nan=False))
+    except (TypeError, ValueError) as error:
+        raise McpSessionError(INVALID_ARGUMENTS, f"The arguments are not plain JSON: {error}.") from None
+    return copied
+
+
+def with_arguments(plan: CallPlan, arguments: Mapping[str, Any] | None) -> CallPlan:
+    """``plan`` (one of many calls of the same tool: a batch's rows) for other ``arguments``, planned as ``plan_call``
+    plans them: copied, and checked if raw."""
+    other = replace(plan, arguments=copied_arguments(arguments), sent=None, problem=None)
+    return checked(other) if other.raw else other
 
 
 def checked(plan: CallPlan) -> CallPlan:
@@ -514,10 +527,15 @@ def ms_since(started: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """How a call was decided and when (local time): what its saved record says."""
+    """How a call was decided and when: what its saved record says."""
 
     how: str
-    at: datetime
+    timestamp: float = field(default_factory=time.time)
+
+    @property
+    def at(self) -> datetime:
+        """When, in local time (made when shown: most calls' decisions are never shown)."""
+        return datetime.fromtimestamp(self.timestamp).astimezone()
 
 
 class Job(Protocol):
@@ -717,7 +735,7 @@ class Call(Observed):
         """The first decision wins (on the loop thread, so two cannot race)."""
         if self.decision is not None:
             return False
-        self.decision = Decision(how, datetime.now().astimezone())
+        self.decision = Decision(how)
         return True
 
     def _void_reason(self) -> tuple[str, str] | None:
@@ -732,7 +750,7 @@ class Call(Observed):
 
     def _void(self, code: str, message: str) -> None:
         self.connection.log.add(EVENT_APPROVAL, f"void: {self.job.label}, args {self.arguments_digest[:12]}: {message}")
-        self.decision = Decision(f"void: {message}", datetime.now().astimezone())
+        self.decision = Decision(f"void: {message}")
         self._settle(VOID, self.job.failure(code, message))
 
     def _connection_changed(self, change: dict[str, Any]) -> None:
@@ -886,10 +904,12 @@ __all__ = [
     "arguments_digest",
     "check_approve",
     "checked",
+    "copied_arguments",
     "digest_of_digests",
     "needs_a_person",
     "never_sent",
     "plan_call",
     "refusal",
     "refused_row",
+    "with_arguments",
 ]

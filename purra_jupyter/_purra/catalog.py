@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .._base.app_rules import ToolApp, tool_app
+from .._base.app_rules import ToolApp
 from .._base.charts import Chart, refusal_reasons
 from .._base.egress import CellText, bundle, cell_text
 from .._base.errors import KEPT_APART
@@ -99,6 +99,7 @@ class ToolVerdict:
     reasons: tuple[str, ...]
     schema_bytes: int
     listing: Mapping[str, Any] = field(repr=False)
+    app: ToolApp = field(repr=False, compare=False)  # the view its listing declares (MCP Apps) and who may call it
     bound_as: str | None = None  # the binding's local name
     bound_effect: str | None = None  # what it is bound as: read, write or destructive
     refusal: str | None = None  # the code purra-mcp refuses a binding with (its first failing check)
@@ -126,11 +127,6 @@ class ToolVerdict:
         if not self.callable:
             return NOT_BINDABLE
         return WRITE if write_hint(self.annotations) else READ
-
-    @property
-    def app(self) -> ToolApp:
-        """The view its listing declares (MCP Apps) and who may call it."""
-        return tool_app(self.listing)
 
     @property
     def bound_label(self) -> str:

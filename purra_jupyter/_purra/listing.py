@@ -10,6 +10,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .._base.app_rules import tool_app
 from .._base.errors import McpSessionError
 from .._base.visible import look_alikes
 from .._base.wire import BINDING_INVALID, CATALOG_STALE, DIGEST_MISMATCH, EVENT_LIST, EVENT_LIST_CHANGED
@@ -73,6 +74,7 @@ def verdict_of(tool: types.Tool, limits: McpToolLimits) -> ToolVerdict:
         refusal=codes[0] if codes else None,
         schema_bytes=sum(sizes),
         listing=listing,
+        app=tool_app(listing),
     )
 
 

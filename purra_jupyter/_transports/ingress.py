@@ -65,10 +65,19 @@ class Ingress:
     """One connection's door (see the module's docstring). Used on the loop thread only."""
 
     def __init__(
-        self, scrub: Scrubber, note: Callable[[str, str], None], *, rate: int = FLOOD_RATE, burst: int = FLOOD_BURST
+        self,
+        scrub: Scrubber,
+        note: Callable[[str, str], None],
+        *,
+        record: Callable[[str], None] | None = None,
+        rate: int = FLOOD_RATE,
+        burst: int = FLOOD_BURST,
     ) -> None:
+        """``record(text)`` keeps each message admitted as the server sent it (a transcript, which scrubs it as it is
+        read out)."""
         self.scrub = scrub
         self._note = note
+        self._record = record
         self._rate = rate
         self._burst = burst
         self._tokens = float(burst)
@@ -89,9 +98,12 @@ class Ingress:
             return None
         value = self.scrub.value(value)
         try:
-            return JSONRPCMessage.model_validate(value)
+            message = JSONRPCMessage.model_validate(value)
         except ValueError:
             raise NotJsonRpc("not a JSON-RPC message", self._excerpt(data)) from None
+        if self._record is not None:
+            self._record(data.decode() if isinstance(data, bytes) else data)
+        return message
 
     def admitted(self, data: bytes | str) -> Any:
         """What a transport hands the SDK for ``data``: its ``SessionMessage``, the ``NotJsonRpc`` that says why it is
