@@ -45,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in options.scenarios if not any(name in known for known in SCENARIOS)]
     if unknown:
         parser.error(f"no scenario matches {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
-    chosen = [name for name in SCENARIOS if not options.scenarios or any(f in name for f in options.scenarios)]
+    picked = [f for f in options.scenarios if f not in SCENARIOS]  # (an exact name picks that one alone: memory)
+    chosen = [name for name in SCENARIOS if not options.scenarios or name in options.scenarios
+              or any(f in name for f in picked)]  # fmt: skip
     # The servers and the memory workers are started as `python -m ...`: run from the repository root.
     os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     mode = "quick (smoke sizes, numbers mean little)" if options.quick else "full"
