@@ -597,11 +597,16 @@ class Call(Observed):
     there too, one after another. A call waiting for a person (``waits_for_a_person``) also follows its session, and
     is voided when the session ends or its catalog turns stale first."""
 
+    state: str
+    """``pending``, ``running``, ``done``, ``denied`` or ``void``."""
+    result: Any
+    """The Envelope or RawResult (a DataFrame for a batch), once decided; ``None`` before."""
+
     def __init__(self, job: Job) -> None:
         super().__init__()
         self.job = job
         self.state = PENDING
-        self.result: Any = None
+        self.result = None
         self.arguments_digest = job.digest()
         self._cancel = CancelToken()
         self.activity = Activity(job.connection.scrub)  # what the server says of the call while it runs
