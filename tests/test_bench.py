@@ -39,6 +39,7 @@ def bench(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.timeout(300)  # a hang guard: every scenario's quick run (over a minute on a busy machine)
+@pytest.mark.xdist_group("views-trick")  # not beside the tricky views: a dozen processes (see test_views.py)
 def test_quick_run_prints_one_json_line_per_scenario() -> None:
     out = bench("--quick", timeout=270)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

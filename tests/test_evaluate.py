@@ -300,6 +300,7 @@ def test_stop_on_a_running_batch_keeps_finished_rows_and_sends_nothing_more(demo
 
 
 @pytest.mark.timeout(300)  # a hang guard: 200,000 rows planned and named (tens of seconds on a busy machine)
+@pytest.mark.xdist_group("views-trick")  # not beside the tricky views: a core and 1 GB for ten seconds
 def test_a_batch_of_200000_rows_of_1_kb_is_named_by_one_digest(demo: pj.McpSession) -> None:
     """A batch's digest is made of its rows' digests, so no count of rows reaches PurrA's 1 MiB identity limit
     (200,000 rows of 1 KB are 200 MB of arguments); one row that changes changes it."""
