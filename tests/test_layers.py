@@ -22,6 +22,7 @@ LAYERS = [
     (
         "_base.wire",
         "_base.changes",
+        "_base.kept",
         "_base.errors",
         "_base.markup",
         "_base.visible",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from conftest import demo_config, demo_in_memory
 
 import purra_jupyter as pj
-from purra_jupyter._base.transcript import FORMAT, RECEIVED, SENT, Transcript, load
+from purra_jupyter._base.transcript import FORMAT, PACKED, RECEIVED, SENT, Transcript, load
 from purra_jupyter._base.wire import CONFIG_INVALID, PROTOCOL_ERROR
 from purra_jupyter._purra.envelope import Envelope, RawResult
 
@@ -182,3 +183,22 @@ def test_a_long_transcript_reads_back_whole_in_order_and_scrubbed(tmp_path: Path
     assert all(m.message["params"] == {"k": "***"} for m in messages)
     saved = transcript.save(tmp_path / "long.jsonl").read_text(encoding="utf-8")
     assert secret not in saved and saved.count('"***"') == 2_500
+
+
+def test_a_pretty_printed_answer_is_kept_and_read_back_whole() -> None:
+    """A server may send its JSON-RPC message over several lines (an HTTP body pretty-printed): the ingress admits it,
+    the transcript keeps it, and reading it back gives the message, not fragments of it."""
+    from purra_jupyter._base.config import Scrubber
+    from purra_jupyter._transports.ingress import Ingress
+
+    transcript = Transcript("demo", "http", "x", lambda text: text)
+    ingress = Ingress(Scrubber([]), lambda event, detail: None, record=partial(transcript.record, RECEIVED))
+    body = b'{\n  "jsonrpc": "2.0",\n  "id": 7,\n  "result": {"text": "a\\nb"}\n}'
+    assert ingress.admitted(body) is not None
+    for number in range(PACKED):  # (enough that the answer is packed with others)
+        transcript.record(SENT, json.dumps({"jsonrpc": "2.0", "id": number, "method": "ping"}))
+    messages = transcript.messages
+    assert len(messages) == PACKED + 1 and [m.message.get("method") for m in messages[1:]] == ["ping"] * PACKED
+    assert (messages[0].direction, messages[0].message) == (
+        RECEIVED, {"jsonrpc": "2.0", "id": 7, "result": {"text": "a\nb"}}
+    )  # fmt: skip

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .kept import ByObject
 from .wire import INVALID_ARGUMENTS, SCHEMA_UNSUPPORTED
 
 PATTERN_BUDGET_SECONDS = 0.5  # all pattern matching of one check; each match itself is linear-time (RE2)
@@ -65,17 +66,13 @@ _budget: contextvars.ContextVar[float] = contextvars.ContextVar("purra_jupyter_p
 def checker(schema: Mapping[str, Any]) -> Check:
     """The check of arguments against ``schema``, built once per distinct schema, and found again by the schema
     object (a catalog's tool keeps its own for the catalog's revision) without writing the schema out again."""
-    kept = _by_object.get(id(schema))
-    if kept is None or kept[0] is not schema:
-        kept = (schema, _checker(json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)))
-        _by_object[id(schema)] = kept
-        while len(_by_object) > CHECKERS_KEPT:
-            _by_object.pop(next(iter(_by_object)))
-    return kept[1]
+    return _by_object.get(
+        schema, lambda: _checker(json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    )
 
 
 CHECKERS_KEPT = 512
-_by_object: dict[int, tuple[Mapping[str, Any], Check]] = {}  # id of a schema object -> (that object, its check)
+_by_object: ByObject[Mapping[str, Any], Check] = ByObject(CHECKERS_KEPT)
 
 
 @functools.lru_cache(maxsize=CHECKERS_KEPT)

@@ -84,8 +84,11 @@ class Transcript:
         self._lock = threading.Lock()
 
     def record(self, direction: str, text: str) -> None:
-        """Keep one message, given as its JSON text on one line, unless the transcript is full: then count it as
-        dropped."""
+        """Keep one message, given as its JSON text, unless the transcript is full: then count it as dropped. A line
+        break in JSON text is whitespace between tokens (one in a string is escaped), kept as a space: a server may
+        send its answer pretty-printed over HTTP."""
+        if "\n" in text:
+            text = text.replace("\n", " ")
         t_ms = round((time.perf_counter() - self._started) * 1000, 3)
         with self._lock:
             if self._count >= self._max_messages or self._bytes + len(text) > self._max_bytes:

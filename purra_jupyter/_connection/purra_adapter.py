@@ -39,6 +39,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .._base.errors import McpSessionError
+from .._base.kept import ByObject
 from .._base.wire import PURRA_INCOMPATIBLE
 
 if TYPE_CHECKING:
@@ -107,14 +108,7 @@ def remote_contract(schema: object, limits: McpToolLimits) -> StructuredOutputCo
     per distinct schema: building one costs more than a call, and big catalogs repeat their schemas. A catalog's
     tool keeps its schema object for the catalog's revision, so a call finds its contract by that object, without
     writing the schema out again."""
-    key = (id(schema), limits)
-    kept = _by_object.get(key)
-    if kept is None or kept[0] is not schema:
-        kept = (schema, _contract_of(canonical_json(schema), limits))
-        _by_object[key] = kept
-        while len(_by_object) > CONTRACTS_KEPT:
-            _by_object.pop(next(iter(_by_object)))
-    outcome = kept[1]
+    outcome = _by_object.get(schema, lambda: _contract_of(canonical_json(schema), limits), limits)
     if isinstance(outcome, Exception):
         raise outcome.with_traceback(None)
     return outcome
@@ -133,8 +127,7 @@ def _execution_state() -> type[ExecutionState]:
 
 
 CONTRACTS_KEPT = 1024
-# (id of a schema object, limits) -> (that object, its contract or refusal): the object is kept, so its id stays its own
-_by_object: dict[tuple[int, McpToolLimits], tuple[object, StructuredOutputContract | Exception]] = {}
+_by_object: ByObject[object, StructuredOutputContract | Exception] = ByObject(CONTRACTS_KEPT)  # (and the limits)
 
 
 @functools.lru_cache(maxsize=CONTRACTS_KEPT)

@@ -383,6 +383,8 @@ class Batch(Rows):
         """Before a person approves the batch, each row's arguments are checked once (a person must never approve what
         PurrA will refuse); the rows that do not fit are settled now. A batch decided in code leaves that check to
         purra-mcp's handler as each row runs (raw rows were checked when they were planned)."""
+        if self.raw:
+            return
         for row in self.waiting:
             self.plans[row] = plan = calls.checked(self.plans[row])
             self.results[row] = calls.refused_row(plan)

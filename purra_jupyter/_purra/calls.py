@@ -858,7 +858,7 @@ def never_sent(plan: CallPlan, result: Result) -> bool:
 def refused_by_purra(plan: CallPlan) -> str:
     """Why purra-mcp's handler refused a call's arguments: a call decided in code has that one check, and its words
     (in the schema's, where they say it) are found only when it refuses."""
-    problem = plan.problem or _checked(plan).get("problem")
+    problem = _checked(plan).get("problem")
     words = problem[1] if problem else "they do not fit the tool's contract"
     return f"PurrA's check refused the arguments (purra-mcp's handler, before sending): {words}; nothing was sent"
 

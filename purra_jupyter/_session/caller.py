@@ -154,7 +154,7 @@ class Caller:
             self.connection, self.bindings, tool, rows, concurrency=concurrency, timeout=timeout, check=check, raw=raw,
             checkpoint=checkpoint, pool=pool,
         )  # fmt: skip
-        if not raw and needs_a_person(approve, self._approval, batch.may_write):
+        if needs_a_person(approve, self._approval, batch.may_write):
             batch.check_rows()
         return self._given(self._call(batch, approve, views=True)) if batch.waiting else batch.to_frame()
 

@@ -102,7 +102,7 @@ class Ingress:
         except ValueError:
             raise NotJsonRpc("not a JSON-RPC message", self._excerpt(data)) from None
         if self._record is not None:
-            self._record(data.decode() if isinstance(data, bytes) else data)
+            self._record(data.decode(errors="replace") if isinstance(data, bytes) else data)
         return message
 
     def admitted(self, data: bytes | str) -> Any:
