@@ -244,6 +244,24 @@ def test_the_loop_serves_other_sessions_while_a_server_never_answers(no_child_le
         assert pending.result.error_code == "mcp_timeout"
 
 
+def test_a_shorter_deadline_ends_first_while_a_longer_one_still_waits(no_child_left: None) -> None:
+    # A connection checks its waits' deadlines with one timer: a wait with a sooner deadline than those already
+    # waiting must still end at its own (the first call's 300 s would otherwise hold the second's 2 s).
+    with pj.connect(faulty("--call-result", "mute", timeout=300)) as session:
+        first = session.call("tool_000", {"x": "a"})
+        first.approve()
+        session.set_timeout(TIMEOUT)
+        second = session.call("tool_000", {"x": "b"})
+        second.approve()
+        wait_until(lambda: second.state == "done", what="the call with the shorter timeout to end")
+        assert second.result.error_code == "mcp_timeout"
+        assert f"within {TIMEOUT:g} s" in second.result.message
+        assert first.state == "running"  # its own deadline is 5 minutes away
+        third = session.call("tool_000", {"x": "c"}, approve=True)  # and the check runs again for a later wait
+        assert third.error_code == "mcp_timeout"
+        assert first.state == "running"
+
+
 def test_a_notification_storm_during_a_call_leaves_a_stale_session_and_a_bounded_log(no_child_left: None) -> None:
     with pj.connect(faulty("--call-result", "storm", timeout=HANG_GUARD)) as session:
         started = time.monotonic()

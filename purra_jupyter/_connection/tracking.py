@@ -8,11 +8,16 @@ That holds for every request the session sends, inside a wait or not (a ``tasks/
 the tracker knows each one from the moment it goes out (``sent``) until the SDK stops waiting for it (``sending``),
 and an answer that comes after that is logged and dropped, never handed to the SDK, which would fail the session
 with it. Owned by the loop thread: only ``CancelToken.cancel`` is called from others, and it hops to the loop.
+
+What a wait costs is kept small, since every call makes one: a connection has one deadline check (a loop timer at
+its waits' earliest deadline, not a timer per request), and a wait is stopped with the standard library's
+``asyncio.timeout`` (a native cancellation, which anyio's scopes in the SDK pass through).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -89,16 +94,16 @@ class CancelToken:
             request.tracker.abandon(request, self.code or CONNECTION_CLOSED, self.reason, message)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Request:
     """One wait of the kit: the JSON-RPC requests sent while it lasts, and how it ended if it was abandoned."""
 
     tracker: RequestTracker
     deadline: Deadline  # when the kit stops waiting (moved on by a person's turn)
+    limit: float  # the seconds it had when it started (what a timeout says)
     ids: list[RequestId] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)
-    scope: anyio.CancelScope | None = None
-    timer: asyncio.TimerHandle | None = None  # the deadline's check, on the loop
+    stop: asyncio.Timeout | None = None  # what stops the wait's ``send()``, while it runs
     ended: McpSessionError | None = None  # how it ended, once abandoned
     server_text: str = ""  # the server's own error text in an answer to one of ``ids`` (scrubbed, bounded)
 
@@ -134,6 +139,7 @@ class RequestTracker:
         self._client: ClientSession | None = None
         self._tasks: TaskGroup | None = None  # where cancellation notices go out, while the server is there
         self._persons_turns = 0
+        self._check: asyncio.TimerHandle | None = None  # the deadline check, by the earliest deadline of ``_waits``
         self._waits: set[Request] = set()
         self._live: dict[RequestId, str] = {}  # every request sent whose answer the SDK still waits for: its method
         self._pending: dict[RequestId, Request] = {}  # requests of a wait, sent and not answered yet
@@ -146,6 +152,9 @@ class RequestTracker:
     def end_all(self, error: McpSessionError) -> None:
         """The connection is gone (lost or closed): every wait ends with ``error``; no server is told anything."""
         self._tasks = None
+        if self._check is not None:
+            self._check.cancel()
+            self._check = None
         for request in tuple(self._waits):
             self.abandon(request, error.code, error.message, server_text=error.server_text)
 
@@ -161,22 +170,21 @@ class RequestTracker:
         ``translate`` made of what it raised, or the code it was abandoned with)."""
         if cancel is not None and cancel.code is not None:
             raise McpSessionError(cancel.code, f"{cancel.reason}; nothing was sent.")
-        request = Request(self, deadline)
+        request = Request(self, deadline, deadline.remaining())
+        self._waits.add(request)
         self._watch(request)
         token = _request_var.set(request)
-        self._waits.add(request)
         if cancel is not None:
             cancel.cover(request)
         failure: McpSessionError | None = None
         try:
-            with anyio.CancelScope() as request.scope:
+            async with asyncio.timeout(None) as request.stop:
                 return await send()
-        except Exception as exc:
+        except Exception as exc:  # (an abandoned wait's ``send()`` ends in the ``TimeoutError`` of its stop)
             if request.ended is None:
                 failure = translate(exc)
         finally:
-            if request.timer is not None:
-                request.timer.cancel()
+            request.stop = None
             _request_var.reset(token)
             self._waits.discard(request)
             if cancel is not None:
@@ -191,18 +199,35 @@ class RequestTracker:
         )
 
     def _watch(self, request: Request) -> None:
-        """End ``request`` with ``mcp_timeout`` when its deadline passes (not while a person has their turn)."""
-        loop = asyncio.get_running_loop()
-        limit = request.deadline.remaining()
+        """The deadline check runs by ``request``'s deadline at the latest (it is set again only when this one is
+        sooner than every other wait's: calls one after another with one timeout leave it as it is)."""
+        check = self._check
+        if check is None or asyncio.get_running_loop().time() + request.limit < check.when():
+            self._check_in(request.limit)
 
-        def expire() -> None:
-            left = 1.0 if self._persons_turns else request.deadline.remaining()  # a person's turn moves it
+    def _check_in(self, seconds: float) -> None:
+        if self._check is not None:
+            self._check.cancel()
+        self._check = asyncio.get_running_loop().call_later(seconds, self._expire)
+
+    def _expire(self) -> None:
+        """The deadline check: each wait whose deadline passed ends with ``mcp_timeout`` (none while a person has
+        their turn, which moves them); then it runs again by the next deadline, while there are waits."""
+        self._check = None
+        if not self._waits:
+            return
+        if self._persons_turns:
+            self._check_in(1.0)
+            return
+        soonest = math.inf
+        for request in tuple(self._waits):
+            left = request.deadline.remaining()
             if left > 0.01:  # (asyncio may run a timer a clock tick early)
-                request.timer = loop.call_later(left, expire)
-                return
-            self.abandon(request, TIMEOUT, f"no answer within {limit:g} s", self._missed(request))
-
-        request.timer = loop.call_later(limit, expire)
+                soonest = min(soonest, left)
+            elif request.ended is None:
+                self.abandon(request, TIMEOUT, f"no answer within {request.limit:g} s", self._missed(request))
+        if soonest < math.inf:
+            self._check_in(soonest)
 
     def _missed(self, request: Request) -> str:
         """What a timeout says: the limit, and for an operation of several requests how far it got."""
@@ -244,8 +269,8 @@ class RequestTracker:
             return
         request.ended = McpSessionError(code, message or reason, server_text=server_text)
         self._forget(request, reason, tell_server=tell_server)
-        if request.scope is not None:
-            request.scope.cancel()
+        if request.stop is not None:
+            request.stop.reschedule(0.0)  # (a time past: its ``send()`` is cancelled as the loop goes round)
 
     def failed(self, request_id: RequestId, failure: Failure) -> None:
         """The transport's report that one request failed (an HTTP status, a bad body, a broken stream): the wait
