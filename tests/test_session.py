@@ -29,6 +29,7 @@ from conftest import (
 )
 
 import purra_jupyter as pj
+from purra_jupyter._base.config import Scrubber
 from purra_jupyter._base.errors import SERVER_TEXT_CHARS
 from purra_jupyter._base.markup import escape
 from purra_jupyter._purra.envelope import SERVER_WORDS
@@ -94,6 +95,26 @@ def test_second_session_with_a_name_in_use_fails() -> None:
             pj.connect(demo_in_memory("twice"))
         assert caught.value.code == "mcp_session_exists"
         assert len(pj.sessions()) == 1
+
+
+def test_a_long_log_keeps_its_last_rows_whole_in_order_and_scrubbed() -> None:
+    # The log packs its rows as text (a batch of 100,000 calls logs a row each): what it gives back is each of the
+    # last 10,000 rows exactly as logged, in order, its detail scrubbed and cut, whatever characters it holds.
+    log = pj.SessionLog(Scrubber([SECRET]))
+    details = [f'row {i}\ttab\nline \u202e\u200b <b>x</b> "q" \\ \udc80 {SECRET} 🐈' for i in range(25_300)]
+    details[-1] = "x" * 600 + SECRET
+    for detail in details:
+        log.add("call", detail)
+    rows = list(log)
+    assert len(log) == len(rows) == 10_000
+    expected = [detail.replace(SECRET, "***") for detail in details[-10_000:]]
+    expected[-1] = expected[-1][:500] + "…"
+    assert [row.detail for row in rows] == expected
+    assert all(row.event == "call" for row in rows)
+    times = [row.time for row in rows]
+    assert times == sorted(times) and all(time.utcoffset() is not None for time in times)
+    assert [row.detail for row in log.last(2)] == expected[-2:] and len(log.to_frame()) == 10_000
+    assert SECRET not in repr(log) and SECRET not in log._repr_mimebundle_()["text/html"]
 
 
 def test_server_stderr_lines_are_kept_and_logged() -> None:

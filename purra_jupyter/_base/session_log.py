@@ -1,7 +1,15 @@
-"""A session's log: the last events of one connection, each detail scrubbed of secrets before it is cut."""
+"""A session's log: the last events of one connection, each detail scrubbed of secrets before it is cut.
+
+The log of a long session (a batch of 100,000 calls logs a row for each) is kept as text: the rows are packed
+``PACKED`` at a time into one JSON string, so the session's heap holds a few large strings, not three Python objects
+per row scattered among what the rest of the session frees (which would keep that memory from going back).
+"""
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -13,6 +21,7 @@ from .markup import table, tag, td
 
 LOG_ROWS = 10_000
 DETAIL_CHARS = 500
+PACKED = 1_000  # rows packed together once logged
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,35 +31,61 @@ class LogEntry:
     detail: str
 
 
+Row = tuple[float, str, str]  # a row as kept: its time (seconds since the epoch), event and detail
+
+
 class SessionLog:
-    """The last ``LOG_ROWS`` events of a session, each detail scrubbed of secrets; appended from any thread.
+    """The last ``maxlen`` events of a session, each detail scrubbed of secrets; appended from any thread.
     Times are the machine's local time; shown as ``HH:MM:SS.mmm`` with each detail whole."""
 
     def __init__(
         self, scrub: Callable[[str], str] = str, maxlen: int = LOG_ROWS, rows: Iterable[LogEntry] = ()
     ) -> None:
-        self._rows: deque[LogEntry] = deque(rows, maxlen=maxlen)
         self._scrub = scrub
+        self._maxlen = maxlen
+        self._packs: deque[str] = deque()  # PACKED rows each, as one JSON array of rows
+        self._recent: list[Row] = []  # the rows not packed yet
+        self._lock = threading.Lock()
+        for row in rows:
+            self._keep((row.time.timestamp(), row.event, row.detail))
 
     def add(self, event: str, detail: str = "") -> None:
         detail = self._scrub(detail)  # before cutting, so no part of a secret survives the cut
         if len(detail) > DETAIL_CHARS:
             detail = detail[:DETAIL_CHARS] + "…"
-        self._rows.append(LogEntry(datetime.now(UTC), event, detail))  # local time when shown: a stderr flood
-        # adds rows by the thousand, and a time zone lookup per row would slow it down
+        self._keep((time.time(), event, detail))  # a time zone is looked up when shown: a stderr flood adds rows
+        # by the thousand
+
+    def _keep(self, row: Row) -> None:
+        with self._lock:
+            self._recent.append(row)
+            if len(self._recent) < PACKED:
+                return
+            self._packs.append(json.dumps(self._recent))
+            self._recent = []
+            while (len(self._packs) - 1) * PACKED >= self._maxlen:  # the rows past the oldest pack are enough
+                self._packs.popleft()
+
+    def _kept(self) -> list[Row]:
+        with self._lock:
+            packs, recent = tuple(self._packs), list(self._recent)
+        rows: list[Row] = [tuple(row) for pack in packs for row in json.loads(pack)]
+        rows.extend(recent)
+        return rows[-self._maxlen :]
 
     def __iter__(self) -> Iterator[LogEntry]:
-        return iter(tuple(self._rows))
+        return iter([LogEntry(datetime.fromtimestamp(t, UTC), event, detail) for t, event, detail in self._kept()])
 
     def __len__(self) -> int:
-        return len(self._rows)
+        with self._lock:
+            return min(len(self._packs) * PACKED + len(self._recent), self._maxlen)
 
     def events(self, event: str) -> list[LogEntry]:
         return [row for row in self if row.event == event]
 
     def last(self, count: int) -> SessionLog:
         """A copy holding the last ``count`` rows (what ``%mcp_log`` shows)."""
-        return SessionLog(maxlen=max(count, 1), rows=tuple(self._rows)[-count:] if count > 0 else ())
+        return SessionLog(maxlen=max(count, 1), rows=tuple(self)[-count:] if count > 0 else ())
 
     def to_frame(self) -> Any:
         import pandas as pd
@@ -71,9 +106,9 @@ class SessionLog:
         return bundle(html, self.__repr__())
 
 
-def _clock(time: datetime) -> str:
+def _clock(moment: datetime) -> str:
     """``HH:MM:SS.mmm`` in the machine's local time."""
-    return f"{time.astimezone():%H:%M:%S.%f}"[:-3]
+    return f"{moment.astimezone():%H:%M:%S.%f}"[:-3]
 
 
 __all__ = ["LogEntry", "SessionLog"]
