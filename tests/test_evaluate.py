@@ -4,6 +4,7 @@ keeps the finished rows."""
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 import time
@@ -62,6 +63,22 @@ def test_the_table_reads_as_a_table(demo: pj.McpSession) -> None:
     assert frame["elapsed_ms"][1] is NA and frame["elapsed_ms"][2] is NA
     shown = frame.drop(columns="structured").to_string()
     assert "<NA>" in shown and "None" not in shown and "[" not in shown
+
+
+def test_a_batch_keeps_each_rows_values_as_it_ends_not_its_result(demo: pj.McpSession) -> None:
+    # A batch of 100,000 rows must not hold 100,000 results until its table is built: each row's values are taken
+    # as it ends (and ``check`` runs then), so the results alive at any time stay few, however many rows ended.
+    alive: list[int] = []
+
+    def check(result: Any) -> bool:
+        gc.collect()
+        alive.append(sum(isinstance(thing, Envelope) for thing in gc.get_objects()))
+        return result.ok
+
+    rows = [{"query": f"PurrA {i}", "limit": 1} for i in range(30)]
+    frame = demo.evaluate("search_documents", rows, approve=True, check=check)
+    assert len(alive) == 30 and max(alive) <= 3, alive
+    assert frame["passed"].all() and frame["text"].str.len().gt(0).all()
 
 
 def test_ok_rows_and_error_rows_come_back_as_one_table(demo: pj.McpSession, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 import anyio
 
@@ -61,6 +61,35 @@ _DTYPES = {"ok": bool, "error_code": "string", "effect_state": "string", "text":
 MAX_CONCURRENCY = 64
 PREVIEW_ROWS = 5
 Check = Callable[[Result], object]
+
+
+class Settled(Protocol):
+    """What rows keep of a row's result once it settles (the result itself, or what their table needs of it)."""
+
+    @property
+    def error_code(self) -> str | None: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def elapsed_ms(self) -> float: ...
+
+
+KeptT = TypeVar("KeptT", bound=Settled)
+
+
+class RowEnd(NamedTuple):
+    """What a batch keeps of a row's result as it settles: its table's fields and the check's verdict, so a batch of
+    100,000 rows holds the values its table shows, not 100,000 results waiting for the table."""
+
+    ok: bool
+    error_code: str | None
+    effect_state: str | None
+    text: str
+    structured: Any
+    elapsed_ms: float
+    message: str
+    passed: bool | None
+    check_message: str | None
 
 
 @dataclass(frozen=True)
@@ -131,12 +160,12 @@ def resumed_words(checkpoint: str, resumed: int) -> str:
     return f"{checkpoint}: {resumed} rows done before, not sent again"
 
 
-class Rows(Observed):
+class Rows(Observed, Generic[KeptT]):
     """Calls sent under one decision: their plans, and their results as they settle. What an evaluation (``Batch``)
     and a replay share: each row is sent by ``CallPlan.run`` like any other call, at most ``concurrency`` at once, and
     ends in ``_settle``. A subclass offers the rest of the face of a ``CallPlan`` that ``calls.Call`` decides on, so
     one decision (and one approval widget) covers every row it will send, and calls ``_ready`` once its rows that
-    need no sending are settled."""
+    need no sending are settled; it says what it keeps of each row's result (``_kept``) as the row ends."""
 
     kind = "evaluate"  # its word in the session log
 
@@ -151,13 +180,23 @@ class Rows(Observed):
         self.revision = connection.revision
         self.concurrency = concurrency
         self.plans = plans
-        self.results = results
+        self.results: list[KeptT | None] = [None] * len(plans)
         self._row_digests: list[str | None] = [None] * len(plans)
         self._digest: tuple[list[int], str] | None = None  # (the rows it covers, the digest)
         self._ran = bytearray(len(plans))  # 1 for each row that was sent
         self.to_send: list[int] = []
         self.progress_total = 0
         self._started = time.perf_counter()
+        for row, result in enumerate(results):  # (settled before any approval: refused, or their tool is gone)
+            if result is not None:
+                self._end(row, result)
+
+    def _kept(self, row: int, result: Result) -> KeptT:
+        """What is kept of row ``row``'s ``result`` once it ends."""
+        raise NotImplementedError
+
+    def _end(self, row: int, result: Result) -> None:
+        self.results[row] = self._kept(row, result)
 
     def _ready(self) -> None:
         """What an approval covers: the rows not settled by now."""
@@ -182,7 +221,7 @@ class Rows(Observed):
         return [row for row, result in enumerate(self.results) if result is None]
 
     @property
-    def refused_rows(self) -> list[tuple[int, Result]]:
+    def refused_rows(self) -> list[tuple[int, KeptT]]:
         """Rows settled before the approval, never sent (their arguments do not fit, their tool is gone)."""
         to_send = set(self.to_send)
         return [(row, result) for row, result in enumerate(self.results)
@@ -292,8 +331,8 @@ class Rows(Observed):
         return result
 
     def _settle(self, row: int, result: Result) -> None:
-        """The one place a row ends."""
-        self.results[row] = result
+        """The one place a row of the decided rows ends."""
+        self._end(row, result)
         if result.error_code is not None:
             self._change("failed", self.failed + 1)
         self._change("finished", self.finished + 1)
@@ -321,7 +360,7 @@ class Rows(Observed):
     def _log(self, detail: str) -> None:
         self.connection.log.add(EVENT_APPROVAL, f"{self.kind} {self.label}: {detail}")
 
-    def _latencies(self, results: list[Result]) -> pd.Series[float]:
+    def _latencies(self, results: Sequence[Settled]) -> pd.Series[float]:
         """The latency of each row that ran to its end (in the order of the rows)."""
         import pandas as pd
 
@@ -333,7 +372,7 @@ class Rows(Observed):
         return pd.Series(ran, dtype=float)
 
 
-class Batch(Rows):
+class Batch(Rows[RowEnd]):
     """The rows of one evaluation: one tool over many inputs, planned and checked, the face of its probe's plan."""
 
     question = "Approve this batch of MCP calls?"
@@ -387,7 +426,9 @@ class Batch(Rows):
             return
         for row in self.waiting:
             self.plans[row] = plan = calls.checked(self.plans[row])
-            self.results[row] = calls.refused_row(plan)
+            refused = calls.refused_row(plan)
+            if refused is not None:
+                self._end(row, refused)
         self._ready()
 
     def _resume(self, catalog_digest: str) -> list[str]:
@@ -397,7 +438,7 @@ class Batch(Rows):
         for row, key in enumerate(keys):
             done = self.checkpoint.done.get(key)
             if self.results[row] is None and done is not None:
-                self.results[row] = done
+                self._end(row, done)
                 self._ran[row] = 1
                 self.resumed += 1
         return keys
@@ -458,6 +499,10 @@ class Batch(Rows):
         resumed = f"; {self._resumed_words()}" if self.checkpoint is not None else ""
         self._log(f"{how}: {len(self.to_send)} rows, args {digest[:12]}{declaration}{resumed}")
 
+    def _kept(self, row: int, result: Result) -> RowEnd:
+        """The row's table fields and the check's verdict, made as it ends (the check runs on the loop, as rows end)."""
+        return _row_end(result, self.check)
+
     def _settle(self, row: int, result: Result) -> None:
         super()._settle(row, result)
         self.plans[row] = self.probe  # (the row's copy of its arguments is let go: ``frame`` holds its input)
@@ -477,24 +522,20 @@ class Batch(Rows):
         """The input columns, then one column per result field (and the check's verdict)."""
         import pandas as pd
 
-        results = [result or self.plans[row].fail(INTERRUPTED, "not run") for row, result in enumerate(self.results)]
-        columns: dict[str, list[Any]] = {name: [] for name in RESULT_COLUMNS}
-        for row, result in enumerate(results):
-            for name, value in zip(RESULT_COLUMNS, _result_fields(result, sent=bool(self._ran[row])), strict=True):
-                columns[name].append(value)
-        if self.check is not None:
-            verdicts = [_checked(self.check, result) for result in results]
-            columns["passed"] = [passed for passed, _ in verdicts]
-            columns["check_message"] = [message for _, message in verdicts]
+        ends = [self._kept(row, self.plans[row].fail(INTERRUPTED, "not run")) if end is None else end
+                for row, end in enumerate(self.results)]  # fmt: skip
+        names = (*RESULT_COLUMNS, "passed", "check_message") if self.check is not None else RESULT_COLUMNS
+        columns: dict[str, list[Any]] = {name: [getattr(end, name) for end in ends] for name in names}
+        columns["elapsed_ms"] = [round(end.elapsed_ms, 1) if self._ran[row] else None for row, end in enumerate(ends)]
         inputs = self.frame.rename(columns=lambda c: f"arg:{c}" if c in columns else c)
         results_frame = pd.DataFrame(
             {k: pd.Series(v, dtype=cast(Any, _DTYPES.get(k, object))) for k, v in columns.items()}
         )
         out = pd.concat([inputs, results_frame.set_axis(self.frame.index)], axis=1)
-        out.attrs["summary"] = self._summary(results, columns)
+        out.attrs["summary"] = self._summary(ends, columns)
         return out
 
-    def _summary(self, results: list[Result], columns: dict[str, list[Any]]) -> EvaluationSummary:
+    def _summary(self, results: list[RowEnd], columns: dict[str, list[Any]]) -> EvaluationSummary:
         latencies = self._latencies(results)
         passed = columns.get("passed")
         p50, p95 = _percentiles(latencies)
@@ -704,9 +745,10 @@ def _check_concurrency_safe(bindings: Bindings, remote: str, concurrency: int, s
         )
 
 
-def _result_fields(result: Result, *, sent: bool) -> tuple[Any, ...]:
-    """A row's result columns: its text blocks joined by newlines, its time (0.1 ms) only if it was sent, its effect
-    only where a person would read one (a write, or a state other than not_started: as the envelope shows it)."""
+def _row_end(result: Result, check: Check | None) -> RowEnd:
+    """A row's result columns and ``check``'s verdict: its text blocks joined by newlines, its time (shown to 0.1 ms,
+    only if it was sent), its effect only where a person would read one (a write, or a state other than not_started:
+    as the envelope shows it)."""
     effect = None
     if isinstance(result, RawResult):
         text = [block.get("text", "") for block in result.content if block.get("type") == "text"]
@@ -715,8 +757,9 @@ def _result_fields(result: Result, *, sent: bool) -> tuple[Any, ...]:
         envelope = result.to_dict()  # (parsed once: an Envelope keeps its JSON text)
         text, structured = envelope["text"], envelope["structured"]
         effect = result.effect_state if result.shows_effect else None
-    elapsed = round(result.elapsed_ms, 1) if sent else None
-    return result.ok, result.error_code, effect, "\n".join(text), structured, elapsed, result.message
+    passed, check_message = _checked(check, result) if check is not None else (None, None)
+    return RowEnd(result.ok, result.error_code, effect, "\n".join(text), structured, result.elapsed_ms, result.message,
+                  passed, check_message)  # fmt: skip
 
 
 def _checked(check: Check, result: Result) -> tuple[bool, str]:

@@ -150,7 +150,7 @@ class ReplaySummary:
         return bundle(html, self.__repr__())
 
 
-class Replay(Rows):
+class Replay(Rows[Result]):
     """The recorded calls of a transcript, planned on a session: one decision covers them all."""
 
     question = "Approve this replay of recorded MCP calls?"
@@ -177,6 +177,10 @@ class Replay(Rows):
             results.append(refused)
         super().__init__(connection, plans, results, concurrency=1)
         self._ready()
+
+    def _kept(self, row: int, result: Result) -> Result:
+        """The result whole: its answer is compared with the recorded one (a replay is a transcript's calls, few)."""
+        return result
 
     # --- the face a decision needs ---------------------------------------------------------------
 

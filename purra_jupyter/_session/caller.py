@@ -133,7 +133,9 @@ class Caller:
         """Call ``tool`` once per row of ``rows`` (a DataFrame, or a list of argument dicts) and return
         a DataFrame: the input columns, then ``ok, error_code, text, structured, elapsed_ms, message``,
         and ``passed, check_message`` when ``check(result)`` (returning a bool or a failure message)
-        is given. ``.attrs["summary"]`` holds the counts per outcome and p50/p95 latency.
+        is given: ``check`` runs as each row ends, on the kit's background loop (keep it quick: a slow check slows
+        the batch), and the table keeps each row's values, not its result. ``.attrs["summary"]`` holds the counts per
+        outcome and p50/p95 latency.
 
         Missing cells (None, NaN) are left out of a row's arguments. Rows whose arguments do not fit
         are refused before anything is sent; one approval covers the rest (``prompt`` returns a

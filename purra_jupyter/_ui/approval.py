@@ -247,7 +247,7 @@ def _status_html(call: Call, running: str = "") -> Html:
     return join([tag("span", state_word(call), class_="purra-approval-state"), elapsed])
 
 
-def _counts_html(job: Rows) -> Html:
+def _counts_html(job: Rows[Any]) -> Html:
     counts = f"sent {job.sent} · done {job.finished} · failed {job.failed} of {job.progress_total}"
     return tag("span", counts, class_="purra-approval-counts")
 
