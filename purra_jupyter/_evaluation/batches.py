@@ -161,11 +161,12 @@ def resumed_words(checkpoint: str, resumed: int) -> str:
 
 
 class Rows(Observed, Generic[KeptT]):
-    """Calls sent under one decision: their plans, and their results as they settle. What an evaluation (``Batch``)
-    and a replay share: each row is sent by ``CallPlan.run`` like any other call, at most ``concurrency`` at once, and
-    ends in ``_settle``. A subclass offers the rest of the face of a ``CallPlan`` that ``calls.Call`` decides on, so
-    one decision (and one approval widget) covers every row it will send, and calls ``_ready`` once its rows that
-    need no sending are settled; it says what it keeps of each row's result (``_kept``) as the row ends."""
+    """Calls sent under one decision: their plans, and what is kept of their results as they settle. What an
+    evaluation (``Batch``) and a replay share: each row is sent by ``CallPlan.run`` like any other call, at most
+    ``concurrency`` at once, and ends in ``_settle``. A subclass offers the rest of the face of a ``CallPlan`` that
+    ``calls.Call`` decides on, so one decision (and one approval widget) covers every row it will send, and calls
+    ``_ready`` once its rows that need no sending are settled; it says what it keeps of each row's result
+    (``_kept``) as the row ends."""
 
     kind = "evaluate"  # its word in the session log
 
