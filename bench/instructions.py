@@ -31,7 +31,8 @@ from .common import DEMO_ARGS, Result, call_request, hosted_raw_client
 
 SIDES = ("raw", "floor", "kit")
 KINDS = ("calls", "rows")
-COUNT = 1_000  # calls (or rows) counted per side and kind: connecting varies by ~50M instructions between runs
+COUNT = 1_000  # calls (or rows) counted per side and kind: a side's count per call moves by up to 0.03M between
+# runs (how often the loop wakes depends on when the answers arrive), a run of 0 by about 1.5M in all
 WARMUP = 30
 OWN_CALL_TARGET = 0.35e6  # the kit's own instructions per call over the floor
 OWN_ROW_TARGET = 0.30e6  # ... and per batch row
