@@ -84,11 +84,8 @@ class SessionLog:
         return [row for row in self if row.event == event]
 
     def last(self, count: int) -> SessionLog:
-        """A copy holding the last ``count`` rows (what ``%mcp_log`` shows), taken as they are kept."""
-        copy = SessionLog(maxlen=max(count, 1))
-        for row in self._kept()[-count:] if count > 0 else ():
-            copy._keep(row)
-        return copy
+        """A copy holding the last ``count`` rows (what ``%mcp_log`` shows)."""
+        return SessionLog(maxlen=max(count, 1), rows=tuple(self)[-count:] if count > 0 else ())
 
     def to_frame(self) -> Any:
         import pandas as pd
