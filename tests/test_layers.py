@@ -48,7 +48,7 @@ LAYERS = [
     ("_connection.purra_adapter",),
     ("_connection.tracking",),
     ("_connection.seam",),
-    ("_connection.handshake", "_connection.notices"),
+    ("_connection.handshake", "_connection.notices", "_connection.questions"),
     ("_connection.connection",),
     # _purra: the PurrA path
     ("_purra.reasons",),

@@ -169,6 +169,9 @@ class ServerConfig:
     views: bool | None = field(default=None, kw_only=True)
     # An MCP server object in this process (the SDK's low-level ``mcp.server.lowlevel.Server``), reached in memory.
     server: object = field(default=None, kw_only=True)
+    # The folders the server may work in, as it asks (``roots/list``): paths or ``file://`` URIs, kept as ``file://``
+    # URIs of absolute paths. ``None``: the session declares no roots (the server is refused if it asks).
+    roots: Sequence[str | Path] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         _check_name(self.name)
@@ -196,6 +199,8 @@ class ServerConfig:
         if self.cwd is not None:
             object.__setattr__(self, "cwd", str(self.cwd))
         object.__setattr__(self, "timeout", float(self.timeout))
+        if self.roots is not None:
+            object.__setattr__(self, "roots", file_uris(self.roots, f"Server '{self.name}': roots"))
 
     def _check_stdio(self) -> None:
         where = f"Server '{self.name}'"
@@ -412,6 +417,25 @@ def _scrubbed(value: Any, pattern: re.Pattern[str]) -> Any:
         return items if changed else value
     pairs = {item(key): item(inner) for key, inner in value.items()}  # (``re.sub`` returns a string it left as it is)
     return pairs if changed else value
+
+
+def file_uris(roots: object, where: str) -> tuple[str, ...]:
+    """``roots`` (paths, or ``file://`` URIs) as ``file://`` URIs of absolute paths (a relative path is taken from
+    the current directory); anything else is ``mcp_config_invalid``. A path need not exist (a server may make it)."""
+    if isinstance(roots, str | Path) or not isinstance(roots, Sequence):
+        raise _invalid(f"{where} must be a list of paths or file:// URIs.")
+    uris = []
+    for index, root in enumerate(roots):
+        if isinstance(root, str) and "://" in root:
+            parts = urlsplit(root)
+            if parts.scheme != "file" or parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+                raise _invalid(f"{where}[{index}] must be a path or a file:// URI of an absolute path.")
+            uris.append(f"file://{parts.path}")
+        elif isinstance(root, str | Path) and str(root) and "\x00" not in str(root):
+            uris.append(Path(root).expanduser().absolute().as_uri())
+        else:
+            raise _invalid(f"{where}[{index}] must be a path or a file:// URI.")
+    return tuple(uris)
 
 
 def _check_name(name: object) -> None:

@@ -212,6 +212,12 @@ def _run_job(func: Callable[[], Any], answer: Future[Any]) -> None:
         raise
 
 
+def cell_waits() -> bool:
+    """Whether a cell waits for the loop now (``in_waiting_cell`` can reach it)."""
+    with _lock:
+        return _cell_waits > 0
+
+
 async def in_waiting_cell(func: Callable[[], T]) -> T:
     """Run ``func()`` on the thread of the cell that waits for the loop (e.g. to show a person something and
     take their answer); raises ``NoWaitingCell`` when no cell waits."""

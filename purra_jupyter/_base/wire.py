@@ -40,6 +40,10 @@ CAPABILITY_MISSING = "mcp_capability_missing"  # asked of a server what its capa
 APP_UNAVAILABLE = "mcp_app_unavailable"  # a tool's view (its ui:// resource) cannot be read or is not a view
 APP_REFUSED = "mcp_app_refused"  # a request of a view the kit does not forward (see _beside/views.py)
 OFFERING_UNKNOWN = "mcp_offering_unknown"  # a resource, resource template or prompt the server does not list
+# A server's question to the client (sampling, elicitation): the server gets an error; the session log says which.
+ANSWER_FAILED = "mcp_answer_failed"  # the session's handler raised, or no person could be asked
+ANSWER_INVALID = "mcp_answer_invalid"  # the handler's answer is not the result the question takes
+QUESTION_DECLINED = "mcp_question_declined"  # the person (or the handler) declined a sampling request
 
 # Error codes shared with purra-mcp.
 BINDING_INVALID = "mcp_binding_invalid"
@@ -105,6 +109,7 @@ EVENT_SERVER_LOG = "server_log"  # a log message the server sent (notifications/
 EVENT_TASK = "task"  # a raw call run as a task: created, its end, its cancellation
 EVENT_APP = "app"  # a tool's view: read, its domains decided, its requests, its log lines
 EVENT_RESOURCE_UPDATED = "resource_updated"  # the server said a resource changed (notifications/resources/updated)
+EVENT_ASKED = "asked"  # the server asked the client (sampling, elicitation, roots) and what it was answered
 EVENT_DROPPED = "dropped"  # server messages the ingress did not hand on: a flood past its budget, unknown notices
 
 # The lists a server offers besides tools, as their list_changed notices name them (raw exploration).

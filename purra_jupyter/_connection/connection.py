@@ -37,6 +37,7 @@ from .._base.session_log import LogEntry, SessionLog
 from .._base.transcript import RECEIVED, SENT, Transcript
 from .._base.wire import (
     CLOSED,
+    CONFIG_INVALID,
     CONNECTING,
     CONNECTION_CLOSED,
     EVENT_CLOSE,
@@ -56,6 +57,7 @@ from .._transports.stdio import EXIT_SECONDS, StderrTail
 from . import purra_adapter
 from .handshake import accept_protocol, initialize
 from .notices import ServerNotices
+from .questions import Answers, QuestionDesk
 from .seam import ErrorSeam, unreadable
 from .tracking import WAITING, CancelToken, Deadline, RequestTracker
 
@@ -186,14 +188,26 @@ async def load_client(
     return McpCatalogMonitor(), limits or McpToolLimits(timeout_ms=round(config.timeout * 1000))
 
 
-def client_session_class(extensions: Mapping[str, Any], requests: RequestTracker) -> type[ClientSession]:
+def client_session_class(
+    extensions: Mapping[str, Any], requests: RequestTracker, desk: QuestionDesk
+) -> type[ClientSession]:
     """The SDK's ``ClientSession``, telling ``requests`` when it stops waiting for each request it sends (so a late
     answer is discarded, see ``tracking``), and advertising ``extensions`` (e.g. MCP Apps') in ``initialize``'s
     capabilities when given: mcp 1.29.1 builds the capabilities inside ``initialize`` with no way in, and its model
-    keeps extra fields, so the request is extended on its way out."""
+    keeps extra fields, so the request is extended on its way out. The server's questions go to ``desk``, each
+    answered apart from the SDK's receive loop (see ``questions``)."""
     from mcp import ClientSession, types
 
     class KitClientSession(ClientSession):
+        async def _received_request(self, responder: Any) -> None:
+            answered = desk.methods().get(getattr(responder.request.root, "method", ""))
+            if answered:
+                desk.answer_apart(partial(super()._received_request, responder))
+                return
+            if answered is False:
+                desk.refused(responder.request.root.method)
+            await super()._received_request(responder)
+
         async def send_request(self, request: Any, *args: Any, **kwargs: Any) -> Any:
             root = getattr(request, "root", None)
             if extensions and isinstance(root, types.InitializeRequest):
@@ -303,11 +317,18 @@ class Connection(HasTraits):
     state = Enum(STATES, default_value=CONNECTING, help="connecting | ready | stale | closed | failed")
 
     def __init__(
-        self, config: ServerConfig, transport: Transport, *, limits: McpToolLimits | None = None, record: bool = False
+        self,
+        config: ServerConfig,
+        transport: Transport,
+        *,
+        limits: McpToolLimits | None = None,
+        record: bool = False,
+        answers: Answers | None = None,
     ) -> None:
         """``limits``: purra-mcp's ``McpToolLimits`` (by default PurrA's, with the config's timeout). ``record``: keep
-        a ``transcript`` of every message. Nothing of the SDK is imported before ``open``, which starts a stdio
-        server's process first."""
+        a ``transcript`` of every message. ``answers``: how the server's questions are answered (none by default;
+        the roots are the config's). Nothing of the SDK is imported before ``open``, which starts a stdio server's
+        process first."""
         super().__init__()
         self.config = config
         self.link = transport
@@ -325,6 +346,9 @@ class Connection(HasTraits):
         self.requests = RequestTracker(
             config.name, self.log, self.scrub, drop=transport.drop, hint=self.errors.hint, notice_seconds=config.timeout
         )
+        roots = tuple(str(uri) for uri in config.roots) if config.roots is not None else None
+        answers = replace(answers or Answers(), roots=roots)
+        self.questions = QuestionDesk(answers, self.log, self.scrub, self.requests.persons_turn)
         self._monitor: McpCatalogMonitor | None = None
         self.hello = ServerHello()
         self._client: ClientSession | None = None
@@ -401,16 +425,23 @@ class Connection(HasTraits):
         async with AsyncExitStack() as stack:
             read, write = await stack.enter_async_context(self.link.open(self._context()))  # a server starts first
             self._monitor, self._limits = await load_client(self.config, self._limits, deadline, started)
-            session_class = client_session_class(client_extensions(bool(self.config.views)), self.requests)
+            extensions = client_extensions(bool(self.config.views))
+            session_class = client_session_class(extensions, self.requests, self.questions)
             watched = _WatchedStream(read, self._stream_ended)
             recording = _RecordingStream(write, self.requests.sent, recorder(self.transcript))
             # (ClientSession reads and writes any anyio object stream; its annotation names the memory streams)
             client = await stack.enter_async_context(
-                session_class(cast(Any, watched), cast(Any, recording), message_handler=self._on_message)
+                session_class(
+                    cast(Any, watched),
+                    cast(Any, recording),
+                    message_handler=self._on_message,
+                    **self.questions.callbacks(),
+                )
             )
             client.add_response_router(self.requests)
             tasks = await stack.enter_async_context(anyio.create_task_group())
             self.requests.attach(client, tasks)
+            self.questions.start(tasks)
             self._client = client
             try:
                 result = await self.run(lambda client: initialize(client, deadline, self.log, self.errors), deadline)
@@ -550,6 +581,24 @@ class Connection(HasTraits):
         finally:
             _connection_var.reset(token)
         raise failure
+
+    def set_roots(self, uris: tuple[str, ...]) -> None:
+        """The folders the server may work in from now on; the server is told they changed
+        (``notifications/roots/list_changed``) and asks again when it needs them."""
+        if self.questions.answers.roots is None:
+            raise McpSessionError(
+                CONFIG_INVALID,
+                f"Session '{self.name}' declared no roots when it connected: the server would not ask for them. "
+                "Connect with ServerConfig(..., roots=[...]).",
+            )
+        self.check_usable()
+
+        async def changed(client: ClientSession) -> None:
+            self.questions.answers.roots = uris
+            self.log.add(EVENT_SETTING, f"roots: {', '.join(uris) or '(none)'}")
+            await client.send_roots_list_changed()
+
+        self.request(changed)
 
     def _translated(self, error: Exception) -> McpSessionError:
         return self.errors.translate(error, connecting=self.hello.protocol_version is None)

@@ -15,6 +15,7 @@ from .._base.config import ServerConfig
 from .._base.errors import McpSessionError
 from .._base.wire import CONFIG_INVALID, EVENT_CONNECT, MEMORY, STDIO
 from .._connection.connection import Connection, Deadline
+from .._connection.questions import ELICITATION, SAMPLING, Answerer, Answers, code_answerer
 from .._purra.bindings import Bindings
 from .._purra.calls import Call, check_approve
 from .._purra.catalog import Catalog
@@ -33,6 +34,17 @@ if TYPE_CHECKING:
     from .._ui.approval import PendingCall
 
 
+class _InAKernel:
+    """The default way of answering a server's question: a person in a kernel, nobody elsewhere."""
+
+    def __repr__(self) -> str:
+        return "'prompt' in a kernel, else None"
+
+
+IN_A_KERNEL: Any = _InAKernel()
+Handler = str | Callable[[dict[str, Any]], Any] | None
+
+
 def connect(
     config: ServerConfig,
     *,
@@ -40,6 +52,8 @@ def connect(
     limits: McpToolLimits | None = None,
     expect_digest: str | None = None,
     record: bool = False,
+    sampling: Handler = IN_A_KERNEL,
+    elicitation: Handler = IN_A_KERNEL,
 ) -> McpSession:
     """Open a monitored session: start or reach the server, initialize, check the protocol, list the
     tools with their verdicts. All of it ends within ``config.timeout`` seconds in all (``mcp_timeout``
@@ -50,6 +64,12 @@ def connect(
     than PurrA's defaults; its ``timeout_ms`` defaults to the config's timeout. ``expect_digest`` pins
     the catalog: connecting fails with ``mcp_digest_mismatch`` if the server's tools changed. ``record`` keeps the
     session's ``transcript``: every JSON-RPC message sent and received, from ``initialize`` on.
+
+    ``sampling`` and ``elicitation`` answer what the server asks during a call (a message from your model, the
+    person's input): ``"prompt"`` asks the person (the default in a kernel), a function ``fn(params) -> dict`` gets the
+    request's params as JSON and returns the result as JSON (a ``CreateMessageResult``, an ``ElicitResult``), and
+    ``None`` (the default elsewhere) refuses; the capability is declared only for a way given. The server's
+    ``roots/list`` is answered with ``config.roots``.
     """
     if not isinstance(config, ServerConfig):
         raise McpSessionError(CONFIG_INVALID, "connect() takes a ServerConfig (see pj.ServerConfig, pj.load_servers).")
@@ -64,7 +84,10 @@ def connect(
     config = with_views_decided(config)
     if not isinstance(record, bool):
         raise McpSessionError(CONFIG_INVALID, "record must be True or False.")
-    connection = Connection(config, transport_for(config), limits=limits, record=record)
+    answers = Answers(
+        sampling=answerer(SAMPLING, sampling, config.name), elicitation=answerer(ELICITATION, elicitation, config.name)
+    )
+    connection = Connection(config, transport_for(config), limits=limits, record=record, answers=answers)
     with registry.reserving(config.name):
         deadline = Deadline(config.timeout, "connecting")
         connection.open(deadline)
@@ -79,6 +102,25 @@ def connect(
         session = McpSession(connection, Bindings(connection, catalog), approval=approval)
         registry.add(session)
     return session
+
+
+def answerer(kind: str, way: Handler, server: str) -> Answerer | None:
+    """How ``kind`` of question is answered for session ``server``, from what ``connect`` was given."""
+    if way is IN_A_KERNEL:
+        from .._ui.records import in_kernel
+
+        way = "prompt" if in_kernel() else None
+    if way is None:
+        return None
+    if way == "prompt":
+        from .._ui.questions import prompt_answerer
+
+        return prompt_answerer(kind, server)
+    if callable(way):
+        return code_answerer(way)
+    raise McpSessionError(
+        CONFIG_INVALID, f"{kind} must be 'prompt', a function of the request's params (returning JSON), or None."
+    )
 
 
 def with_views_decided(config: ServerConfig) -> ServerConfig:

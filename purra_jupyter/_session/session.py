@@ -9,13 +9,14 @@ reaches back into the session. ``opening.connect`` opens one; the registry knows
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from traitlets import Enum, HasTraits, Int, dlink
 
 from .._base import runner
-from .._base.config import ServerConfig
+from .._base.config import ServerConfig, file_uris
 from .._base.egress import CellText, bundle, cell_text, cut
 from .._base.errors import McpSessionError
 from .._base.markup import key_value_table
@@ -159,6 +160,16 @@ class McpSession(HasTraits):
     def set_timeout(self, seconds: float) -> None:
         """The default timeout (seconds) of each request and call from now on."""
         self.connection.set_timeout(seconds)
+
+    def set_roots(self, roots: Sequence[str | Path]) -> None:
+        """The folders the server may work in from now on (paths or ``file://`` URIs); the server is told that they
+        changed. The session must have connected with roots (``ServerConfig(..., roots=[...])``)."""
+        self.connection.set_roots(file_uris(roots, f"Session '{self.name}': roots"))
+
+    @property
+    def roots(self) -> tuple[str, ...] | None:
+        """The ``file://`` URIs the server is given when it asks (``None``: the session declared no roots)."""
+        return self.connection.questions.answers.roots
 
     def close(self, cause: str = "closed by user") -> None:
         """End the session and its server process. Idempotent; from a state observer (the loop thread) the

@@ -28,6 +28,7 @@ from .._evaluation.batches import Rows
 from .._evaluation.replays import Replay
 from .._purra.calls import UNCHECKED_WORDS, Call, CallPlan, Job
 from .._purra.catalog import CALLABLE_UNDER, DESTRUCTIVE, WRITE, name_html
+from .asking import boxes
 from .records import (
     SETTLED,
     LiveOutput,
@@ -150,11 +151,13 @@ class ApprovalWidget(widgets.VBox):
             progress.append(self.activity)
         call.observe(self._changed, names="state")
         self._call = call
+        self.questions = widgets.VBox([])  # what the server asks while the call runs (see ``_ui.questions``)
         super().__init__(
             [
                 widgets.HTML(str(_details_html(call))),
                 widgets.HBox([self.approve_button, self.deny_button, self.cancel_button, self.status]),
                 *progress,
+                self.questions,
             ]
         )
         self.add_class("purra-approval")
@@ -166,6 +169,7 @@ class ApprovalWidget(widgets.VBox):
         them closes, and a widget opened meanwhile loses its first messages ("Unknown subshell_id"), so the next
         approval would never show."""
         self._call.unobserve(self._changed, names="state")
+        boxes.discard(self.questions)
         for unlink in self._unlinks:
             unlink()
         for widget in reversed(list(_tree(self))):
@@ -182,6 +186,10 @@ class ApprovalWidget(widgets.VBox):
         self.status.value = str(_status_html(self._call))
         self.approve_button.disabled = self.deny_button.disabled = True
         self.cancel_button.disabled = change["new"] != RUNNING
+        if change["new"] == RUNNING:  # its server's questions meanwhile are shown under it
+            boxes.add(self._call.connection.name, self.questions)
+        else:
+            boxes.discard(self.questions)
         if change["new"] == RUNNING:
             self._started = time.monotonic()
             runner.submit(redraw_while, lambda: self._call.state == RUNNING, self._draw_status)

@@ -1,0 +1,177 @@
+"""What a server asks its client during a call (sampling, elicitation, roots): answered by the session's functions
+exactly, refused at once without one (the session stays ready), every question and answer in the log and the
+transcript, the capability declared only for a way given. tests/servers/asking_server.py, in memory and over stdio."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import purra_jupyter as pj
+from purra_jupyter._base.wire import ANSWER_FAILED, ANSWER_INVALID, CONFIG_INVALID, EVENT_ASKED, READY
+
+SERVER = Path(__file__).parent / "servers" / "asking_server.py"
+
+
+def _asking_module() -> Any:
+    spec = importlib.util.spec_from_file_location("asking_server", SERVER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ASKING = _asking_module()
+
+
+def memory(name: str = "asking", **kwargs: Any) -> pj.ServerConfig:
+    return pj.ServerConfig(name, server=ASKING.build(), timeout=30.0, **kwargs)
+
+
+def stdio(name: str = "asking", **kwargs: Any) -> pj.ServerConfig:
+    return pj.ServerConfig(name, command=sys.executable, args=[str(SERVER)], timeout=30.0, **kwargs)
+
+
+def said(session: pj.McpSession, tool: str, text: str = "") -> dict[str, Any]:
+    """What the server says it received, by its tool's answer."""
+    arguments = {"text": text} if tool in ("ask_model", "ask_form", "ask_url") else {}
+    result = session.call(tool, arguments, raw=True, approve=True)
+    assert result.ok, result
+    return dict(json.loads(result.content[0]["text"]))
+
+
+def asked_rows(session: pj.McpSession) -> list[str]:
+    return [row.detail for row in session.log.events(EVENT_ASKED)]
+
+
+REPLY = {"role": "assistant", "content": {"type": "text", "text": "blue"}, "model": "m-1", "stopReason": "endTurn"}
+
+
+@pytest.mark.parametrize("config", [memory, stdio], ids=["memory", "stdio"])
+def test_the_server_receives_exactly_what_the_functions_answer(config: Any, tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def sampling(params: dict[str, Any]) -> dict[str, Any]:
+        seen.append(params)
+        return REPLY
+
+    async def elicitation(params: dict[str, Any]) -> dict[str, Any]:  # a coroutine function runs on the loop
+        seen.append(params)
+        if params.get("mode") == "url":
+            return {"action": "decline"}
+        return {"action": "accept", "content": {"name": "Ada", "age": 36, "color": "green"}}
+
+    roots = [tmp_path, "file:///srv/data"]
+    with pj.connect(config(roots=roots), sampling=sampling, elicitation=elicitation, record=True) as s:
+        assert said(s, "ask_model", "sky?") == {"answered": REPLY}
+        assert seen[0]["messages"] == [{"role": "user", "content": {"type": "text", "text": "sky?"}}]
+        assert seen[0]["systemPrompt"] == "Answer in one word." and seen[0]["maxTokens"] == 64
+        form = said(s, "ask_form", "Who are you?")
+        assert form == {"answered": {"action": "accept", "content": {"name": "Ada", "age": 36, "color": "green"}}}
+        assert seen[1]["requestedSchema"]["required"] == ["name"]
+        assert said(s, "ask_url", "https://example.test/sign-in") == {"answered": {"action": "decline"}}
+        assert seen[2]["url"] == "https://example.test/sign-in"
+        listed = said(s, "ask_roots")["answered"]["roots"]
+        assert listed == [
+            {"uri": tmp_path.as_uri(), "name": tmp_path.name},
+            {"uri": "file:///srv/data", "name": "data"},
+        ]
+        # every question and its answer in the log, and the messages in the transcript
+        rows = asked_rows(s)
+        assert any(row.startswith("sampling/createMessage: answered") and '"m-1"' in row for row in rows)
+        assert any(row.startswith("elicitation/create: answered") and '"decline"' in row for row in rows)
+        assert any(row.startswith("roots/list: answered 2 root(s)") for row in rows)
+        sent = [m for m in s.transcript.messages if m.direction == "sent"]
+        initialize = next(m.message for m in sent if m.message.get("method") == "initialize")
+        capabilities = initialize["params"]["capabilities"]
+        assert {"sampling", "elicitation", "roots"} <= set(capabilities)
+        assert any(m.message.get("result") == REPLY for m in sent)
+        assert s.state == READY
+
+
+@pytest.mark.parametrize("config", [memory, stdio], ids=["memory", "stdio"])
+def test_without_a_way_to_answer_the_server_gets_an_error_at_once_and_the_session_stays_ready(config: Any) -> None:
+    with pj.connect(config(), sampling=None, elicitation=None, record=True) as s:
+        # (an unanswered question would hold the call until its 30 s timeout: mcp_timeout, not the server's answer)
+        for tool in ("ask_model", "ask_form", "ask_roots"):
+            error = said(s, tool, "x")["error"]
+            assert error["code"] == -32600 and "not supported" in error["message"]
+        assert s.state == READY
+        assert said(s, "roots_changes") == {"roots_changes": 0}
+        rows = asked_rows(s)
+        for method in ("sampling/createMessage", "elicitation/create", "roots/list"):
+            assert any(row.startswith(f"{method}: refused, this session answers no") for row in rows), rows
+        initialize = next(m.message for m in s.transcript.messages if m.message.get("method") == "initialize")
+        assert not {"sampling", "elicitation", "roots"} & set(initialize["params"]["capabilities"])
+
+
+def test_a_function_that_fails_or_answers_nonsense_is_an_error_to_the_server_and_a_coded_log_row() -> None:
+    def broken(params: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("model client down")
+
+    def nonsense(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "maybe"}
+
+    with pj.connect(memory(), sampling=broken, elicitation=nonsense) as s:
+        assert said(s, "ask_model", "x")["error"] == {
+            "code": -32603,
+            "message": "The client's sampling handler failed.",
+        }
+        assert said(s, "ask_form", "x")["error"] == {
+            "code": -32603,
+            "message": "The client's elicitation answer was not valid.",
+        }
+        rows = asked_rows(s)
+        assert any(f"{ANSWER_FAILED} the sampling handler raised RuntimeError: model client down" in r for r in rows)
+        assert any(f"{ANSWER_INVALID} the elicitation handler's answer is not valid at action" in r for r in rows)
+        assert s.state == READY
+
+
+def test_set_roots_tells_the_server_and_answers_the_new_roots(tmp_path: Path) -> None:
+    with pj.connect(memory(roots=[tmp_path])) as s:
+        assert s.roots == (tmp_path.as_uri(),)
+        s.set_roots([tmp_path / "sub", "file:///other"])
+        assert s.roots == ((tmp_path / "sub").as_uri(), "file:///other")
+        # (the server handles a notification in a task of its own: it may come after the next request)
+        deadline = time.monotonic() + 30
+        while said(s, "roots_changes") != {"roots_changes": 1}:
+            assert time.monotonic() < deadline, "the server never heard roots/list_changed"
+        assert said(s, "roots_changes") == {"roots_changes": 1}
+        assert [root["uri"] for root in said(s, "ask_roots")["answered"]["roots"]] == list(s.roots)
+    with pj.connect(memory()) as s, pytest.raises(pj.McpSessionError) as error:
+        s.set_roots([tmp_path])
+    assert error.value.code == CONFIG_INVALID and "declared no roots" in error.value.message
+
+
+@pytest.mark.parametrize("roots", [["https://example.test/x"], ["file://host/share"], "/one/path", [""], [3]], ids=str)
+def test_roots_that_are_not_paths_or_file_uris_are_a_config_error(roots: Any) -> None:
+    with pytest.raises(pj.McpSessionError) as error:
+        memory(roots=roots)
+    assert error.value.code == CONFIG_INVALID and "roots" in error.value.message
+
+
+def test_a_way_that_is_neither_prompt_a_function_nor_none_is_a_config_error() -> None:
+    with pytest.raises(pj.McpSessionError) as error:
+        pj.connect(memory(), sampling="yes")
+    assert error.value.code == CONFIG_INVALID and "sampling must be 'prompt'" in error.value.message
+
+
+def test_a_question_waiting_for_its_answer_holds_no_other_message_of_the_session() -> None:
+    """The SDK awaits a question's callback in its one receive loop: answered there, a call made meanwhile would
+    never hear its answer (the call below would time out, and this one with it)."""
+    inner: list[dict[str, Any]] = []
+
+    def sampling(params: dict[str, Any]) -> dict[str, Any]:
+        inner.append(said(session, "roots_changes"))  # another call of the session, answered while this one waits
+        return REPLY
+
+    with pj.connect(memory(), sampling=sampling) as session:
+        session.set_timeout(10)
+        assert said(session, "ask_model", "x") == {"answered": REPLY}
+        assert inner == [{"roots_changes": 0}]
