@@ -570,3 +570,49 @@ def kernel() -> Iterator[tuple[Any, Any]]:
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+class KernelCell:
+    """One execution, read as it goes: its outputs, the kernel's input requests, its end."""
+
+    def __init__(self, client: Any, code: str) -> None:
+        self.client = client
+        self.msg_id = client.execute(code, allow_stdin=True)
+        self.messages: list[dict] = []
+        self.prompts: list[dict] = []
+        self.done = False
+
+    def pump(self) -> None:
+        while True:
+            try:
+                message = self.client.get_iopub_msg(timeout=0.05)
+            except queue.Empty:
+                break
+            if message["parent_header"].get("msg_id") != self.msg_id:
+                continue
+            self.messages.append(message)
+            if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                self.done = True
+        while True:
+            try:
+                self.prompts.append(self.client.get_stdin_msg(timeout=0.01)["content"])
+            except queue.Empty:
+                break
+
+    def texts(self) -> list[str]:
+        return [m["content"]["data"].get("text/plain", "") for m in self.messages if "data" in m["content"]]
+
+    def prompted(self, timeout: float = 30) -> dict:
+        wait_until(lambda: self.pump() or self.prompts, timeout=timeout, what="the kernel's input box")
+        return self.prompts[-1]
+
+    def finish(self, timeout: float = 60) -> KernelCell:
+        wait_until(lambda: self.pump() or self.done, timeout=timeout, what="the cell's end")
+        return self
+
+    def errors(self) -> list[str]:
+        return [f"{m['content']['ename']}: {m['content']['evalue']}" for m in self.messages if m["msg_type"] == "error"]
+
+    def result(self) -> str:
+        [value] = [m["content"]["data"]["text/plain"] for m in self.messages if m["msg_type"] == "execute_result"]
+        return value

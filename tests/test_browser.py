@@ -1346,3 +1346,68 @@ def test_what_a_server_says_of_a_call_is_never_a_link(ui: str, tmp_path: Path, b
         except BaseException:
             browser.report_failure(f"{ui}-links-failure", lab)
             raise
+
+
+# --- a server's questions under a running call: the person answers in the widget -------------------------------
+
+ASKING_SERVER = ROOT / "tests" / "servers" / "asking_server.py"
+ASKED_AT = "https://evil.example/sign-in"
+QUESTION_CELLS = {
+    "connect": "import sys\nimport purra_jupyter as pj\n"
+    f"s = pj.connect(pj.ServerConfig('asking', command=sys.executable, args=[{str(ASKING_SERVER)!r}]))",
+    "model": "model = s.call('ask_model', {'text': 'What color is the <b>sky</b>?'}, raw=True)\nmodel",
+    "form": "form = s.call('ask_form', {'text': 'Who are you?'}, raw=True)\nform",
+    "url": f"url = s.call('ask_url', {{'text': {ASKED_AT!r}}}, raw=True)\nurl",
+}
+
+
+def test_a_person_answers_a_servers_questions_in_the_widgets_under_the_running_call(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """Approved by a click, each call runs while the kernel is idle: the server's question shows under its approval,
+    the person fills and sends it, and the record shows what the server received."""
+    page = browser.page
+    cell = lambda name: page.locator(".jp-Notebook .jp-Cell").nth(list(QUESTION_CELLS).index(name))  # noqa: E731
+    with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
+        write_code_notebook(lab.root / "asking.ipynb", QUESTION_CELLS.values())
+        try:
+            open_notebook(browser, lab, "asking.ipynb")
+            run_all(browser)
+
+            model = cell("model")
+            click_settled(model.locator(".purra-approval").get_by_role("button", name="Approve"))
+            question = model.locator(".purra-question")
+            expect(question).to_contain_text("'asking' asks for a message from your model")
+            expect(question).to_contain_text("What color is the <b>sky</b>?")  # the server's words, as text
+            assert question.locator("b", has_text="sky").count() == 0
+            question.locator("textarea").fill("blue")
+            click_settled(question.get_by_role("button", name="Send reply"))
+            record = model.locator(RAW_RESULT)
+            expect(record).to_contain_text('"text": "blue"')
+            expect(record).to_contain_text("a person in the notebook")
+
+            form = cell("form")
+            click_settled(form.locator(".purra-approval").get_by_role("button", name="Approve"))
+            question = form.locator(".purra-question")
+            expect(question).to_contain_text("asks for your input")
+            accept = question.get_by_role("button", name="Accept")
+            expect(accept).to_be_disabled()  # the name is required
+            question.locator("input[type=text]").first.fill("Ada")
+            question.locator("input[type=text]").first.press("Tab")
+            click_settled(accept)
+            record = form.locator(RAW_RESULT)
+            expect(record).to_contain_text('"action": "accept"')
+            expect(record).to_contain_text('"name": "Ada"')
+            expect(record).to_contain_text('"age": 30')  # its default, prefilled
+
+            url = cell("url")
+            click_settled(url.locator(".purra-approval").get_by_role("button", name="Approve"))
+            question = url.locator(".purra-question")
+            expect(question).to_contain_text(ASKED_AT)
+            assert page.evaluate(EVIL_LINKS_JS) == []  # the address is text, never a link
+            click_settled(question.get_by_role("button", name="Done"))
+            expect(url.locator(RAW_RESULT)).to_contain_text('"action": "accept"')
+            assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
+        except BaseException:
+            browser.report_failure("questions-failure", lab)
+            raise

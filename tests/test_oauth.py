@@ -5,7 +5,6 @@ pasted into the kernel's input box, and only then does the session open."""
 from __future__ import annotations
 
 import json
-import queue
 import re
 import time
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 import httpx
 import psutil
 import pytest
-from conftest import HANG_GUARD, OAuthServer, follow_authorization, oauth_server, wait_until
+from conftest import HANG_GUARD, KernelCell, OAuthServer, follow_authorization, oauth_server, wait_until
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
@@ -28,35 +27,8 @@ def server(tmp_path: Path) -> Iterator[OAuthServer]:
         yield running
 
 
-class Cell:
-    """One execution, read as it goes: its outputs, the kernel's input requests, its end."""
-
-    def __init__(self, client: BlockingKernelClient, code: str) -> None:
-        self.client = client
-        self.msg_id = client.execute(code, allow_stdin=True)
-        self.messages: list[dict] = []
-        self.prompts: list[dict] = []
-        self.done = False
-
-    def pump(self) -> None:
-        while True:
-            try:
-                message = self.client.get_iopub_msg(timeout=0.05)
-            except queue.Empty:
-                break
-            if message["parent_header"].get("msg_id") != self.msg_id:
-                continue
-            self.messages.append(message)
-            if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-                self.done = True
-        while True:
-            try:
-                self.prompts.append(self.client.get_stdin_msg(timeout=0.01)["content"])
-            except queue.Empty:
-                break
-
-    def texts(self) -> list[str]:
-        return [m["content"]["data"].get("text/plain", "") for m in self.messages if "data" in m["content"]]
+class Cell(KernelCell):
+    """A cell of the authorization flow: it shows the address to open."""
 
     def authorization_url(self, timeout: float = 30) -> str:
         def found() -> str | None:
@@ -64,21 +36,6 @@ class Cell:
             return next((m.group(1) for text in self.texts() if (m := OPEN_URL.search(text))), None)
 
         return str(wait_until(found, timeout=timeout, what="the authorization view"))
-
-    def prompted(self, timeout: float = 30) -> dict:
-        wait_until(lambda: self.pump() or self.prompts, timeout=timeout, what="the kernel's input box")
-        return self.prompts[-1]
-
-    def finish(self, timeout: float = 60) -> Cell:
-        wait_until(lambda: self.pump() or self.done, timeout=timeout, what="the cell's end")
-        return self
-
-    def errors(self) -> list[str]:
-        return [f"{m['content']['ename']}: {m['content']['evalue']}" for m in self.messages if m["msg_type"] == "error"]
-
-    def result(self) -> str:
-        [value] = [m["content"]["data"]["text/plain"] for m in self.messages if m["msg_type"] == "execute_result"]
-        return value
 
 
 def connect_cell(server: OAuthServer, extra: str = "") -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import KernelCell, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter._base.wire import ANSWER_FAILED, ANSWER_INVALID, CONFIG_INVALID, EVENT_ASKED, READY
@@ -175,3 +176,92 @@ def test_a_question_waiting_for_its_answer_holds_no_other_message_of_the_session
         session.set_timeout(10)
         assert said(session, "ask_model", "x") == {"answered": REPLY}
         assert inner == [{"roots_changes": 0}]
+
+
+# --- a person answers, in a real kernel: the cell that waits for the call asks with the kernel's input box ----------
+
+EVERYTHING = Path(__file__).parent / "servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+
+def answered_in_cell(client: Any, call: str, typed: str) -> tuple[dict[str, Any], KernelCell]:
+    """Run ``call`` (a cell whose value is what the server received), type ``typed`` into the input box it opens."""
+    cell = KernelCell(client, call)
+    cell.prompted()
+    client.input(typed)
+    cell.finish()
+    assert not cell.errors(), cell.errors()
+    return json.loads(eval(cell.result())), cell  # (the cell's value is the tool's text, repr'd by the kernel)
+
+
+def ask(tool: str, text: str = "") -> str:
+    return f"s.call({tool!r}, {{'text': {text!r}}}, raw=True, approve=True).content[0]['text']"
+
+
+def test_a_person_answers_in_the_waiting_cells_input_box_and_the_server_receives_it(kernel: Any) -> None:
+    _, client = kernel
+    hostile = "<b>bold</b> see https://evil.example/x \u202egnp.exe"
+    opened = KernelCell(
+        client,
+        "import sys, purra_jupyter as pj\n"
+        f"s = pj.connect(pj.ServerConfig('asking', command=sys.executable, args=[{str(SERVER)!r}]))\n",
+    ).finish()
+    assert not opened.errors(), opened.errors()
+
+    got, cell = answered_in_cell(client, ask("ask_model", hostile), "blue")
+    assert got == {"answered": {"role": "assistant", "content": {"type": "text", "text": "blue"},
+                                "model": "a person in the notebook", "stopReason": "endTurn"}}  # fmt: skip
+    # the question was shown as text: the server's words escaped in HTML, no link nor bidi in the plain text
+    shown = [m["content"]["data"] for m in cell.messages if m["msg_type"] in ("display_data", "update_display_data")]
+    assert shown and all("<b>bold" not in data["text/html"] and "&lt;b&gt;bold" in data["text/html"] for data in shown)
+    assert all("https://evil" not in data["text/plain"] and "\u202e" not in data["text/plain"] for data in shown)
+    assert "answered" in shown[-1]["text/plain"]
+
+    got, _ = answered_in_cell(client, ask("ask_model", "sky?"), "")  # sent empty: declined
+    assert got == {"error": {"code": -1, "message": "The client declined: the person declined"}}
+
+    got, _ = answered_in_cell(client, ask("ask_form", "Who are you?"), '{"name": "Ada", "color": "red"}')
+    assert got == {"answered": {"action": "accept", "content": {"name": "Ada", "color": "red", "age": 30}}}
+    got, _ = answered_in_cell(client, ask("ask_form", "Who are you?"), "cancel")
+    assert got == {"answered": {"action": "cancel"}}
+    got, _ = answered_in_cell(client, ask("ask_url", "https://example.test/sign-in"), "done")
+    assert got == {"answered": {"action": "accept"}}
+
+    # a form answer that does not fit is asked again, and nothing reaches the server until it fits
+    cell = KernelCell(client, ask("ask_form", "Who are you?"))
+    cell.prompted()
+    client.input('{"age": "old"}')
+    wait_until(lambda: cell.pump() or len(cell.prompts) == 2, what="the input box asked again")
+    assert any(
+        "Not sent:" in text for text in cell.texts() + [str(m["content"].get("text", "")) for m in cell.messages]
+    )
+    client.input('{"name": "Bo"}')
+    cell.finish()
+    assert json.loads(eval(cell.result()))["answered"]["content"] == {"name": "Bo", "age": 30}
+
+
+@pytest.mark.published
+def test_the_everything_servers_sampling_and_elicitation_tools_are_answered_in_a_kernel(kernel: Any) -> None:
+    _, client = kernel
+    opened = KernelCell(
+        client,
+        "import purra_jupyter as pj\n"
+        f"s = pj.connect(pj.ServerConfig('everything', command='node', args=[{str(EVERYTHING)!r}, 'stdio']))\n"
+        "sorted(name for name in s.catalog.to_frame().index if name.startswith('trigger-'))",
+    ).finish()
+    assert not opened.errors(), opened.errors()
+    assert "trigger-sampling-request" in opened.result() and "trigger-elicitation-request" in opened.result()
+
+    run = "[b.get('text', '') for b in s.call({!r}, {!r}, raw=True, approve=True).content]"
+    cell = KernelCell(client, run.format("trigger-sampling-request", {"prompt": "Say hi", "maxTokens": 10}))
+    cell.prompted()
+    client.input("hi from a person")
+    cell.finish()
+    assert not cell.errors(), cell.errors()
+    assert "hi from a person" in cell.result() and "a person in the notebook" in cell.result()
+
+    cell = KernelCell(client, run.format("trigger-elicitation-request", {}))
+    cell.prompted()
+    client.input('{"name": "Ada"}')
+    cell.finish()
+    assert not cell.errors(), cell.errors()
+    assert "accept" in cell.result() and "Ada" in cell.result()

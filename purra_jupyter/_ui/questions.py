@@ -105,7 +105,7 @@ def question_bundle(kind: str, server: str, params: Mapping[str, Any], line: str
     """The question as escaped HTML and cell text, with ``line`` (how it ended) under it."""
     rows = question_rows(kind, params)
     head = _head(kind, server, params)
-    html = join([tag("b", head), key_value_table(rows, "purra-question"), pre(line) if line else None])
+    html = join([tag("b", head), key_value_table(rows, "purra-question-details"), pre(line) if line else None])
     text = "\n".join([head, *(f"{label}: {value}" for label, value in rows), *([line] if line else [])])
     return bundle(html, cell_text(text))
 
@@ -201,19 +201,17 @@ class QuestionWidget(widgets.VBox):
             self.reply = widgets.Textarea(placeholder="the model's reply", layout={"width": "100%"})
             send = self._button("Send reply", "primary", lambda: sampling_reply(self._reply_text()))
             return [send, self._button("Decline", "danger", self._declined)]
-        if self.params.get("mode") == "url":
-            done = self._button("Done", "primary", lambda: {"action": "accept"})
-        else:
-            schema = self.params.get("requestedSchema") or {}
-            self.form = SchemaForm(schema, checker(schema))
-            done = self.form.review_button
-            done.description = "Accept"
-            done.on_click(lambda _: self._settle(self._accepted))
-        return [
-            done,
+        refusals = [
             self._button("Decline", "danger", lambda: {"action": "decline"}),
             self._button("Cancel", "", lambda: {"action": "cancel"}),
         ]
+        if self.params.get("mode") == "url":
+            return [self._button("Done", "primary", lambda: {"action": "accept"}), *refusals]
+        schema = self.params.get("requestedSchema") or {}
+        self.form = SchemaForm(schema, checker(schema))  # its own button (Accept) sends, once the fields fit
+        self.form.review_button.description = "Accept"
+        self.form.review_button.on_click(lambda _: self._settle(self._accepted))
+        return refusals
 
     def _button(self, label: str, style: str, answer: Callable[[], dict[str, Any]]) -> widgets.Button:
         button = widgets.Button(description=label, button_style=style)
