@@ -35,6 +35,8 @@ from IPython.utils.capture import capture_output
 import purra_jupyter as pj
 from purra_jupyter._base.egress import cell_text
 from purra_jupyter._base.surfaces import CELL_TEXT, CLI, DATA, FILE, HTML, SURFACES, WIRE
+from purra_jupyter._connection.questions import ELICITATION, SAMPLING
+from purra_jupyter._ui.questions import QuestionWidget, question_bundle, sampling_reply
 
 UNTRUSTED = SERVERS / "untrusted_server.py"
 # A DataFrame the kit returns: the person's data, its values exactly the server's; pandas escapes its HTML.
@@ -73,6 +75,14 @@ PLAN: dict[str, Any] = {
     "calls": {"speak": "say", "fails": "leak-rpc-error", "numbers": "raw-echo"},
     "say": [
         {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": HOSTILE}},
+        {"jsonrpc": "2.0", "id": "ask-model", "method": "sampling/createMessage",
+         "params": {"systemPrompt": HOSTILE, "maxTokens": 9, "modelPreferences": {"hints": [{"name": HOSTILE}]},
+                    "messages": [{"role": "user", "content": {"type": "text", "text": HOSTILE}}]}},
+        {"jsonrpc": "2.0", "id": "ask-form", "method": "elicitation/create",
+         "params": {"message": HOSTILE, "requestedSchema": {"type": "object", "properties": {
+             "x": {"type": "string", "title": HOSTILE, "description": HOSTILE, "default": HOSTILE}}}}},
+        {"jsonrpc": "2.0", "id": "ask-url", "method": "elicitation/create",
+         "params": {"mode": "url", "message": HOSTILE, "url": f"https://{EVIL}/x?{{secret}}", "elicitationId": "e"}},
         {"jsonrpc": "2.0", "method": "notifications/progress",
          "params": {"progressToken": "{token}", "progress": 1, "total": 2, "message": HOSTILE}},
     ],
@@ -160,8 +170,24 @@ def cli_check(config: pj.ServerConfig, form: str) -> subprocess.CompletedProcess
     return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
+# A form field's value: set as an <input>'s value (never markup), and sent back as it is shown, so a server's default
+# stays as it is there (its label and description are the field's HTML).
+FIELD_VALUE = "a form field's value (an <input>'s value)"
+
+
 def widget_texts(widget: Any) -> list[str]:
-    return [w.value for w in descendants(widget) if isinstance(getattr(w, "value", None), str)]
+    """The HTML of ``widget`` and its descendants (an HTML widget's value, a button's label)."""
+    return [w.value for w in descendants(widget) if isinstance(getattr(w, "value", None), str) and not _field(w)]
+
+
+def field_values(widget: Any) -> list[str]:
+    return [w.value for w in descendants(widget) if _field(w) and isinstance(w.value, str)]
+
+
+def _field(widget: Any) -> bool:
+    import ipywidgets
+
+    return isinstance(widget, ipywidgets.Text | ipywidgets.Textarea | ipywidgets.Combobox)
 
 
 def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
@@ -169,7 +195,14 @@ def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
     shown = Shown(transport)
     with hostile_config(transport, "hostile") as config:
         shown.secrets = config.secrets
-        with pj.connect(config, approval="prompt", record=True) as s:
+        asked: list[tuple[str, dict[str, Any]]] = []  # what the server asked (its questions, answered in code)
+
+        def answering(kind: str, answer: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+            return lambda params: asked.append((kind, params)) or answer
+
+        answers = {"sampling": answering(SAMPLING, sampling_reply("ok")),
+                   "elicitation": answering(ELICITATION, {"action": "decline"})}  # fmt: skip
+        with pj.connect(config, approval="prompt", record=True, **answers) as s:
             shown.bundle("catalog", s.catalog._repr_mimebundle_(), "catalog")
             shown.add("catalog", CELL_TEXT, repr(s.catalog), "repr(catalog)")
             shown.add("catalog", FRAME, s.catalog.to_frame()._repr_html_(), "catalog frame")
@@ -219,6 +252,15 @@ def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
                 shown.add("forms", HTML, text, "tool form")
             for text in widget_texts(s.prompt_form("p")):
                 shown.add("forms", HTML, text, "prompt form")
+
+            assert {kind for kind, _ in asked} == {SAMPLING, ELICITATION}, asked
+            for kind, params in asked:  # as a person is asked: in the waiting cell, and in a widget
+                shown.bundle("questions", question_bundle(kind, s.name, params), f"{kind} question")
+                question = QuestionWidget(kind, s.name, params)
+                for text in widget_texts(question):
+                    shown.add("questions", HTML, text, f"{kind} question widget")
+                for text in field_values(question):
+                    shown.add("questions", FIELD_VALUE, text, f"{kind} question's prefilled field")
 
             checkpoint = tmp / f"{transport}.checkpoint.jsonl"
             frame = s.evaluate("speak", [{"x": "1"}, {"x": "2"}], raw=True, approve=True, checkpoint=checkpoint)
@@ -404,6 +446,7 @@ ROWS: dict[str, dict[str, Row]] = {
     "replay": row(crafted_files=CRAFTED),
     "chart": row(markup=NO_HTML),
     "authorization": {attack: Elsewhere(OAUTH, "an authorization server's hostile address") for attack in ATTACKS},
+    "questions": row(),
     "errors": row(markup=NO_HTML),
     "check text": row(markup=NO_HTML, links=NO_LINKS_CLI),
     "check json": row(markup=NO_HTML, links=NO_LINKS_CLI),

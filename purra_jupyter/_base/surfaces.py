@@ -57,6 +57,7 @@ SURFACES: dict[str, Surface] = {
     "replay": Surface((HTML, CELL_TEXT), ("_evaluation.replays.ReplaySummary", "_evaluation.replays")),
     "chart": Surface((CELL_TEXT,), ("_base.charts.Chart", "_base.charts")),
     "authorization": Surface((HTML, CELL_TEXT), ("_ui.authorization",)),
+    "questions": Surface((HTML, CELL_TEXT), ("_ui.questions", "_ui.questions.QuestionWidget")),
     "errors": Surface((CELL_TEXT,), ("_base.errors.McpSessionError", "magics")),
     "check text": Surface((CLI,), ("cli.as_text",)),
     "check json": Surface((CLI,), ("cli.as_json",)),

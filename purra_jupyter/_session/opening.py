@@ -34,14 +34,8 @@ if TYPE_CHECKING:
     from .._ui.approval import PendingCall
 
 
-class _InAKernel:
-    """The default way of answering a server's question: a person in a kernel, nobody elsewhere."""
-
-    def __repr__(self) -> str:
-        return "'prompt' in a kernel, else None"
-
-
-IN_A_KERNEL: Any = _InAKernel()
+# The default way of answering a server's question (``...``): a person in a kernel, nobody elsewhere.
+IN_A_KERNEL: Any = ...
 Handler = str | Callable[[dict[str, Any]], Any] | None
 
 

@@ -146,7 +146,7 @@ def _from_input_box(kind: str, params: dict[str, Any]) -> dict[str, Any]:
         problem, content = _form_answer(typed, schema)
         if problem is None:
             return {"action": "accept", "content": content}
-        print(f"Not sent: {problem}. Try again.")
+        print(cell_text(f"Not sent: {problem}. Try again."))
 
 
 def _form_answer(typed: str, schema: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
