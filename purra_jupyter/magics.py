@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 
 # The codes of mistakes in what the user wrote; every other code is a failure at run time.
 USAGE_CODES = (CONFIG_INVALID, INVALID_ARGUMENTS)
+# What --sampling and --elicitation take: the person answers, or nobody (refused).
+ANSWER_WAYS: dict[str, str | None] = {"prompt": "prompt", "none": None}
 # What the API's messages advise, said the way a magic user does it.
 _MAGIC_WORDS = (
     ("%mcp_connect or pj.connect()", "%mcp_connect"),
@@ -390,6 +392,9 @@ class McpMagics(ShellMagics, Configurable):
     @argument("--expect-digest", metavar="HEX", help="fail with mcp_digest_mismatch if the catalog changed")
     @argument("--replace", action="store_true", help="close an open session of that name first, then connect")
     @argument("--record", action="store_true", help="keep a transcript of every message (session.transcript)")
+    @argument("--sampling", choices=ANSWER_WAYS, help="who answers the server's sampling requests (default: prompt)")
+    @argument("--elicitation", choices=ANSWER_WAYS, help="who answers its elicitation requests (default: prompt)")
+    @argument("--root", action="append", metavar="PATH", help="a folder the server may work in (roots/list)")
     def mcp_connect(self, line: str) -> McpSession | MagicHelp:
         """Open a monitored MCP session that lives across cells.
 
@@ -405,6 +410,10 @@ class McpMagics(ShellMagics, Configurable):
 
             %mcp_connect demo -- {sys.executable} -m purra_jupyter.demo
             %mcp_connect time --approval auto -- mcp-server-time
+            %mcp_connect files --root ./data --sampling none -- npx some-server
+
+        The server's questions during a call (sampling, elicitation) are the person's to answer (``prompt``) or
+        refused (``none``); ``--root`` gives the folders it is told when it asks (``roots/list``).
 
         ``{expression}`` and ``$name`` are expanded from the notebook's variables, as in other magics, one
         word at a time: a value with spaces (a Python path) stays one argument.
@@ -425,6 +434,8 @@ class McpMagics(ShellMagics, Configurable):
             )
             if config.views is None and self.views is not None:
                 config = config.with_views(self.views)
+            if args.root:
+                config = replace(config, roots=args.root)
             approval = args.approval or self.approval
             session = registry.find(config.name)
             if session is not None and not args.replace:
@@ -433,7 +444,11 @@ class McpMagics(ShellMagics, Configurable):
                 if session is not None:
                     session.close("replaced with %mcp_connect --replace")
                 with _connecting_line(config):
-                    session = connect(config, approval=approval, expect_digest=args.expect_digest, record=args.record)
+                    asked = {"sampling": args.sampling, "elicitation": args.elicitation}
+                    ways: dict[str, Any] = {kind: ANSWER_WAYS[way] for kind, way in asked.items() if way}
+                    session = connect(
+                        config, approval=approval, expect_digest=args.expect_digest, record=args.record, **ways
+                    )
         display(session.status_widget())
         if session.instructions:
             _show_server_words(INSTRUCTIONS_LABEL, shown_instructions(session.instructions))

@@ -265,3 +265,17 @@ def test_the_everything_servers_sampling_and_elicitation_tools_are_answered_in_a
     cell.finish()
     assert not cell.errors(), cell.errors()
     assert "accept" in cell.result() and "Ada" in cell.result()
+
+
+def test_the_connect_magic_takes_the_ways_of_answering_and_the_roots(ip: Any, tmp_path: Path) -> None:
+    line = f"asking --sampling none --elicitation prompt --root {tmp_path} --record -- {sys.executable} {SERVER}"
+    session = ip.run_line_magic("mcp_connect", line)
+    try:
+        assert said(session, "ask_model", "x")["error"]["code"] == -32600  # refused: --sampling none
+        assert said(session, "ask_roots")["answered"]["roots"] == [{"uri": tmp_path.as_uri(), "name": tmp_path.name}]
+        initialize = next(m.message for m in session.transcript.messages if m.message.get("method") == "initialize")
+        # elicitation: a person answers in a kernel; this shell is none (IPython's, no kernel): declared, all the same
+        assert {"elicitation", "roots"} <= set(initialize["params"]["capabilities"])
+        assert "sampling" not in initialize["params"]["capabilities"]
+    finally:
+        session.close()
