@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -269,3 +270,14 @@ def test_an_older_server_opens_beside_the_contract(transport: str, protocol: str
         assert "Hello you" in repr(s.get_prompt("greet", {"who": "you"}))
         assert s.ping() >= 0 and s.refresh().tools[0].reasons[0] == reason
         assert s.state == "ready"
+
+
+def test_a_replay_of_an_older_session_judges_its_recording_under_the_same_protocol(tmp_path: Path) -> None:
+    """The recorded listing's verdicts carry the protocol's refusal as the live ones do: nothing "changed"."""
+    config = era_config("--protocol", "2025-03-26")
+    transcript = tmp_path / "older.jsonl"
+    with pj.connect(config, record=True) as s:
+        assert s.call("echo", {"x": "a"}, raw=True, approve=True).ok
+        s.transcript.save(transcript)
+    summary = pj.replay(transcript, config, approve=True).attrs["summary"]
+    assert "verdicts: unchanged" in repr(summary) and "answers: same 1" in repr(summary), repr(summary)

@@ -133,6 +133,12 @@ def purra_refusal(offered: str, scrub: Scrubber) -> str:
     return "a PurrA host refuses this server's protocol version (not a version's name)"
 
 
+def recorded_refusal(offered: object, scrub: Scrubber) -> str | None:
+    """Why a PurrA host refuses the protocol a recorded session negotiated (``purra_refusal``), or ``None`` when this
+    kit accepts it or none was recorded: what ``Connection.protocol_refused`` said of it, had it been live."""
+    return None if offered is None or offered in accepted_versions() else purra_refusal(str(offered), scrub)
+
+
 def beside_contract(speaker: Speaker, offered: str) -> McpSessionError:
     """``mcp_protocol_unsupported`` for what the PurrA path would do on a session of protocol ``offered``, which
     opened beside the contract: the raw path is the way."""
@@ -389,6 +395,7 @@ __all__ = [
     "modern_only",
     "offending_line",
     "purra_refusal",
+    "recorded_refusal",
     "refused_version",
     "stderr_hint",
     "translate",
