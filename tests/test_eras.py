@@ -1,7 +1,8 @@
 """Other protocol eras, named: a server of protocol 2026-07-28 only (no ``initialize``), asked ``server/discover`` on
-the same connection and refused by name with the versions it lists; a server that negotiates a version the kit does
-not accept (purra-mcp's refusal, and the MCP SDK's own), refused naming the version it offered and the ones
-accepted. Each against a hand-written server over stdio, with no wait beyond the connect's timeout."""
+the same connection and refused by name with the versions it lists; a server that negotiates a version the MCP SDK
+refuses, refused naming the version it offered and the ones accepted; a server of an older version only (2024-11-05,
+2025-03-26: the SDK speaks it, a PurrA host refuses it), opened beside the contract, its tools on the raw path only.
+Each against a hand-written server over stdio (and Streamable HTTP), with no wait beyond the connect's timeout."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.metadata import version
+from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import HANG_GUARD, SERVERS, children, raw_config, stop_tree, wait_until
@@ -122,16 +125,8 @@ def test_a_server_of_2026_07_28_ends_a_connect_with_its_code(no_child_left: None
     assert pj.sessions() == []
 
 
-@pytest.mark.parametrize(
-    ("offered", "refuser"),
-    [
-        ("2024-11-05", f"{PURRA_MCP} (and so this kit)"),  # the SDK negotiates it; purra-mcp refuses it
-        ("2099-01-01", f"the MCP SDK (mcp {version('mcp')}, and so this kit)"),  # the SDK's own refusal
-    ],
-)
-def test_a_refused_protocol_version_is_named_with_the_accepted_ones(
-    offered: str, refuser: str, no_child_left: None
-) -> None:
+def test_a_protocol_version_the_sdk_refuses_is_named_with_the_accepted_ones(no_child_left: None) -> None:
+    offered, refuser = "2099-01-01", f"the MCP SDK (mcp {version('mcp')}, and so this kit)"
     started = time.monotonic()
     with pytest.raises(pj.McpSessionError) as caught:
         pj.connect(raw_config("old", "--protocol", offered, timeout=TIMEOUT))
@@ -198,3 +193,91 @@ def test_an_http_400_carrying_the_initialize_error_names_the_era() -> None:
     assert error.code == "mcp_protocol_unsupported"
     assert MODERN_ONLY in error.message and ACCEPTED in error.message
     assert initialize_rows(connection)[0].endswith(": asking server/discover")
+
+
+# --- older eras, beside the contract ----------------------------------------------------------------------------------
+
+OLDER = ["2024-11-05", "2025-03-26"]
+
+
+@contextmanager
+def older_server(transport: str, protocol: str) -> Iterator[pj.ServerConfig]:
+    """The era server speaking only ``protocol`` (an older one), over ``transport``."""
+    if transport == "stdio":
+        yield era_config("--protocol", protocol)
+        return
+    with era_http("--protocol", protocol) as config:
+        yield config
+
+
+@pytest.mark.parametrize("protocol", OLDER)
+def test_a_purra_host_refuses_the_older_versions(protocol: str) -> None:
+    """What the kit says of them is purra-mcp's own decision, and the MCP SDK speaks them."""
+    from mcp.shared.version import SUPPORTED_PROTOCOL_VERSIONS
+    from purra.errors import CodedAgentCoreError
+    from purra_mcp import McpCatalogMonitor
+
+    assert protocol in SUPPORTED_PROTOCOL_VERSIONS and protocol not in accepted_versions()
+    with pytest.raises(CodedAgentCoreError) as refused:
+        McpCatalogMonitor().accept_protocol_version(protocol)
+    assert refused.value.code == "mcp_protocol_unsupported"
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("protocol", OLDER)
+def test_an_older_server_opens_beside_the_contract(transport: str, protocol: str, ip: Any) -> None:
+    """The session opens; every tool is not callable under PurrA, saying why first; binding one and calling it on the
+    PurrA path are refused with ``mcp_protocol_unsupported``; the raw path (a call, a batch, a resource, prompts, the
+    server's log lines) works, and the session and its status say which protocol and that PurrA refuses it."""
+    refused = f"a PurrA host refuses protocol {protocol}"
+    with older_server(transport, protocol) as config, pj.connect(config, approval="auto") as s:
+        assert (s.state, s.protocol_version, s.protocol_refused) == ("ready", protocol, refused)
+        assert f"protocol {protocol} ({refused}: raw path only)" in repr(s)
+        assert f"protocol: {protocol} ({refused}: raw path only)" in s.status_widget().text
+        assert f"{refused}: the session opens beside the contract" in "\n".join(initialize_rows(s.connection))
+
+        catalog = ip.run_line_magic("mcp_catalog", "era")
+        assert catalog is s.catalog and [tool.name for tool in catalog.tools] == ["echo", "loose"]
+        frame = catalog.to_frame()
+        assert not frame["callable"].any() and set(frame["refusal"]) == {"mcp_protocol_unsupported"}
+        reason = f"protocolVersion: {refused} — explore the tool on the raw path (raw=True, %mcp_call --raw)"
+        assert all(tool.reasons[0] == reason for tool in catalog.tools)
+        assert catalog["echo"].reasons == (reason,) and catalog["echo"].input_verdict == "compatible"
+        assert len(catalog["loose"].reasons) == 2  # its own schema's reason too, for its author
+        assert f"Not callable under PurrA: {refused}" in repr(catalog) and "0 callable under PurrA" in repr(catalog)
+
+        beside = (
+            f"Server 'era': {refused}, so no tool of it is bound or called under PurrA; use the raw path "
+            "(raw=True, %mcp_call --raw)."
+        )
+        write = {"effect": "write", "scope_validator": pj.allow_any_scope}
+        for attempt in (lambda: s.bind("echo"), lambda: s.bind("echo", **write),
+                        lambda: s.call("echo", {"x": "a"}, approve=True)):  # fmt: skip
+            with pytest.raises(pj.McpSessionError) as caught:
+                attempt()
+            assert (caught.value.code, caught.value.message) == ("mcp_protocol_unsupported", beside)
+        assert s.bindings is None and s.write_bindings is None
+
+        s.set_log_level("info")
+        result = s.call("echo", {"x": "hi"}, raw=True)
+        assert result.ok and result.content == [{"type": "text", "text": "echo: hi"}], result
+        said = [row.detail for row in s.log.events("server_log")]
+        assert said == [f"info older: called under protocol {protocol}"], said
+        batch = s.evaluate("loose", [{"x": "1"}, {"x": "2"}], raw=True)
+        assert list(batch["ok"]) == [True, True], batch
+        assert s.read_resource("older://note").contents[0]["text"] == "an older note"
+        assert s.prompts.keys() == ["greet"] and s.resources.keys() == ["older://note"]
+        assert "Hello you" in repr(s.get_prompt("greet", {"who": "you"}))
+        assert s.ping() >= 0 and s.refresh().tools[0].reasons[0] == reason
+        assert s.state == "ready"
+
+
+def test_a_replay_of_an_older_session_judges_its_recording_under_the_same_protocol(tmp_path: Path) -> None:
+    """The recorded listing's verdicts carry the protocol's refusal as the live ones do: nothing "changed"."""
+    config = era_config("--protocol", "2025-03-26")
+    transcript = tmp_path / "older.jsonl"
+    with pj.connect(config, record=True) as s:
+        assert s.call("echo", {"x": "a"}, raw=True, approve=True).ok
+        s.transcript.save(transcript)
+    summary = pj.replay(transcript, config, approve=True).attrs["summary"]
+    assert "verdicts: unchanged" in repr(summary) and "answers: same 1" in repr(summary), repr(summary)

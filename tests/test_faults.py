@@ -43,7 +43,7 @@ def faulty(*args: str, timeout: float = TIMEOUT) -> pj.ServerConfig:
 @pytest.mark.parametrize(
     ("fault", "args", "code"),
     [
-        ("an unsupported protocol version", ["--protocol", "2024-11-05"], "mcp_protocol_unsupported"),
+        ("an unsupported protocol version", ["--protocol", "2099-01-01"], "mcp_protocol_unsupported"),
         ("initialize never answered", ["--fault", "mute"], "mcp_timeout"),
         ("tools/list never answered", ["--fault", "mute-list"], "mcp_timeout"),
         ("exits during initialize", ["--fault", "exit-on-initialize"], "mcp_connect_failed"),

@@ -686,3 +686,52 @@ def test_each_check_format_parses_whatever_the_server_said(exercised: Callable[[
     assert any("leak ***" in line for line in github)
     assert any(line.startswith("FAIL leak ***") for line in notes["check text"].stdout.splitlines())
     assert all(notes[f"check {form}"].returncode == 1 for form in ("text", "json", "junit", "github"))
+
+
+# --- a session beside the contract: the protocol refusal on every surface that names it --------------------------
+
+OLDER = "2025-03-26"  # what the MCP SDK speaks and a PurrA host refuses: the session opens, its tools raw only
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_session_beside_the_contract_shows_server_data_as_text(transport: str) -> None:
+    """A hostile server of protocol 2025-03-26: the catalog, the session, its status line and the refusal of a
+    binding say that PurrA refuses the protocol, and hold against every attack class as the shared session's do."""
+    plan = {**QUIET, "initialize": {**PLAN["initialize"], "protocolVersion": OLDER}}
+    shown = Shown(transport)
+    with hostile_config(transport, "older", plan) as config, pj.connect(config) as s:
+        shown.secrets = config.secrets
+        shown.bundle("catalog", s.catalog._repr_mimebundle_(), "catalog")
+        shown.add("catalog", CELL_TEXT, repr(s.catalog), "repr(catalog)")
+        shown.add("catalog", FRAME, s.catalog.to_frame()._repr_html_(), "catalog frame")
+        shown.bundle("session", s._repr_mimebundle_(), "session")
+        shown.add("session", CELL_TEXT, repr(s), "repr(session)")
+        shown.add("status line", HTML, s.status_widget().value, "status widget")
+        shown.add("status line", CELL_TEXT, s.status_widget().text, "status text")
+        with pytest.raises(pj.McpSessionError) as caught:
+            s.bind("speak")
+        shown.add("errors", CELL_TEXT, caught.value._render_traceback_()[0], "the refused binding")
+        assert s.call("speak", {"x": "raw"}, raw=True, approve=True).ok
+    refused = f"a PurrA host refuses protocol {OLDER}"
+    assert caught.value.code == "mcp_protocol_unsupported" and refused in caught.value.message
+    for surface in ("catalog", "session", "status line", "errors"):
+        assert all(refused in output.text for output in shown.outputs[surface] if output.medium != FRAME), surface
+        for check in ROWS[surface].values():
+            if callable(check):
+                check(shown, surface)
+
+
+HOSTILE_VERSIONS = ["<b>2025-03-26</b>", "2025-03-26\u202e", "https://evil.example/x", SECRET, "2025\x1b[31m", ""]
+
+
+@pytest.mark.parametrize("offered", HOSTILE_VERSIONS)
+def test_a_refused_version_is_named_only_as_a_versions_name(offered: str) -> None:
+    """The refusal's one line names the version only when it is a version's name holding no secret (the MCP SDK
+    negotiates only the versions it knows, so a server cannot reach this with another; the words do not count on it)."""
+    from purra_jupyter._base.config import Scrubber
+    from purra_jupyter._connection.seam import purra_refusal
+
+    said = purra_refusal(offered, Scrubber([SECRET]))
+    assert said == "a PurrA host refuses this server's protocol version (not a version's name)"
+    assert purra_refusal(OLDER, Scrubber([SECRET])) == f"a PurrA host refuses protocol {OLDER}"
+    assert purra_refusal(OLDER, Scrubber([OLDER])) == said  # a secret that looks like a version stays unsaid

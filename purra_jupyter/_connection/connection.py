@@ -58,7 +58,7 @@ from . import purra_adapter
 from .handshake import accept_protocol, initialize
 from .notices import ServerNotices
 from .questions import Answers, QuestionDesk
-from .seam import ErrorSeam, unreadable
+from .seam import ErrorSeam, purra_refusal, unreadable
 from .tracking import WAITING, CancelToken, Deadline, RequestTracker
 
 T = TypeVar("T")
@@ -351,6 +351,7 @@ class Connection(HasTraits):
         self.questions = QuestionDesk(answers, self.log, self.scrub, self.requests.persons_turn)
         self._monitor: McpCatalogMonitor | None = None
         self.hello = ServerHello()
+        self.protocol_refused: str | None = None  # why a PurrA host refuses the protocol (one line); None: accepted
         self._client: ClientSession | None = None
         self.ending = Ending()
         self.notices = ServerNotices(self.log, self.scrub, self._tools_changed)  # what the server says unasked
@@ -380,6 +381,19 @@ class Connection(HasTraits):
         """purra-mcp's catalog revision: how many ``tools/list_changed`` the server has sent."""
         return self._monitor.revision if self._monitor is not None else 0
 
+    @property
+    def protocol_label(self) -> str:
+        """The protocol as a session's table and status line show it: the version, and in one line why PurrA refuses
+        it when it does."""
+        version = self.hello.protocol_version or ""
+        return f"{version} ({self.protocol_refused}: raw path only)" if self.protocol_refused else version
+
+    def check_purra_protocol(self) -> None:
+        """Refuse (``mcp_protocol_unsupported``) what only the PurrA path does when a PurrA host refuses the
+        session's protocol."""
+        if self.protocol_refused is not None:
+            raise self.errors.beside_contract(str(self.hello.protocol_version))
+
     def set_timeout(self, seconds: float) -> None:
         """The default of each request and call from now on (a request already sent keeps its own): a person who
         lowers the timeout of the notebook means the sessions it has open too."""
@@ -406,6 +420,9 @@ class Connection(HasTraits):
             runner.on_loop(self._end, f"connect failed: {failure}", FAILED)
             raise failure
         self.log.add(EVENT_INITIALIZE, f"protocol {result.protocolVersion}, server {self.hello.label}")
+        if self.protocol_refused is not None:
+            self.log.add(EVENT_INITIALIZE, f"{self.protocol_refused}: the session opens beside the contract, its "
+                         "tools on the raw path only")  # fmt: skip
 
     def _context(self) -> TransportContext:
         return TransportContext(
@@ -445,7 +462,9 @@ class Connection(HasTraits):
             self._client = client
             try:
                 result = await self.run(lambda client: initialize(client, deadline, self.log, self.errors), deadline)
-                accept_protocol(self.monitor, str(result.protocolVersion), self.errors)  # (the SDK admits an int)
+                offered = str(result.protocolVersion)  # (the SDK admits an int)
+                if not accept_protocol(self.monitor, offered, self.errors):
+                    self.protocol_refused = purra_refusal(offered, self.scrub)
                 self.hello = ServerHello.of(result)
                 yield result
             finally:

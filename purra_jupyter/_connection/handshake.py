@@ -1,5 +1,6 @@
 """The handshake: ``initialize``, and for a server that speaks only the protocol without it, ``server/discover``, so
-that the refusal names the versions it speaks; purra-mcp's monitor takes (or refuses) the version offered."""
+that the refusal names the versions it speaks; purra-mcp's monitor takes the version offered, or refuses it and
+the session opens beside the contract (an older era's)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import anyio
 
 from .._base.session_log import DETAIL_CHARS, SessionLog
 from .._base.visible import one_line
-from .._base.wire import EVENT_INITIALIZE
+from .._base.wire import EVENT_INITIALIZE, PROTOCOL_UNSUPPORTED
 from .seam import DISCOVER, DISCOVER_KEYS, MODERN_ERA, MODERN_ONLY_CODES, ErrorSeam, versions_in
 from .tracking import Deadline
 
@@ -68,14 +69,20 @@ async def discover(client: ClientSession, seconds: float, log: SessionLog) -> li
     return None
 
 
-def accept_protocol(monitor: McpCatalogMonitor, offered: str, errors: ErrorSeam) -> None:
-    """purra-mcp's monitor takes the version the server offered; its refusal names that version."""
+def accept_protocol(monitor: McpCatalogMonitor, offered: str, errors: ErrorSeam) -> bool:
+    """Whether purra-mcp's monitor takes the version the server offered. A version the MCP SDK negotiated (it
+    refuses the others in ``initialize``) that purra-mcp refuses, an older era's (2024-11-05, 2025-03-26), fails
+    nothing: the session opens beside the contract, its tools explored on the raw path. Any other refusal raises."""
+    from purra.errors import CodedAgentCoreError
+
     try:
         monitor.accept_protocol_version(offered)
-    except Exception as exc:
-        failure = errors.refused_version(exc, offered)
+    except CodedAgentCoreError as exc:
+        if exc.code == PROTOCOL_UNSUPPORTED:
+            return False
+        failure = errors.translate(exc, connecting=True)
     else:
-        return
+        return True
     raise failure  # outside the handler: its chain holds nothing the server said
 
 

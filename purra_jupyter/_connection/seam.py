@@ -125,6 +125,30 @@ def sdk_refused_version(exc: BaseException) -> str | None:
     return text[len(_SDK_REFUSAL) :] if isinstance(exc, RuntimeError) and text.startswith(_SDK_REFUSAL) else None
 
 
+def purra_refusal(offered: str, scrub: Scrubber) -> str:
+    """Why no tool of a session of protocol ``offered`` (one the MCP SDK speaks and purra-mcp refuses: an older
+    era's) is callable under PurrA, in one line; the version is named only when it is a version's name."""
+    if is_version_name(offered, scrub):
+        return f"a PurrA host refuses protocol {offered}"
+    return "a PurrA host refuses this server's protocol version (not a version's name)"
+
+
+def recorded_refusal(offered: object, scrub: Scrubber) -> str | None:
+    """Why a PurrA host refuses the protocol a recorded session negotiated (``purra_refusal``), or ``None`` when this
+    kit accepts it or none was recorded: what ``Connection.protocol_refused`` said of it, had it been live."""
+    return None if offered is None or offered in accepted_versions() else purra_refusal(str(offered), scrub)
+
+
+def beside_contract(speaker: Speaker, offered: str) -> McpSessionError:
+    """``mcp_protocol_unsupported`` for what the PurrA path would do on a session of protocol ``offered``, which
+    opened beside the contract: the raw path is the way."""
+    return McpSessionError(
+        PROTOCOL_UNSUPPORTED,
+        f"Server '{speaker.name}': {purra_refusal(offered, speaker.scrub)}, so no tool of it is bound or called "
+        "under PurrA; use the raw path (raw=True, %mcp_call --raw).",
+    )
+
+
 def refused_version(speaker: Speaker, offered: str, refuser: str) -> McpSessionError:
     """``mcp_protocol_unsupported`` naming the version the server offered (if it is a version's name; else it is
     kept apart), who refused it and the versions this kit accepts."""
@@ -297,15 +321,10 @@ class ErrorSeam:
     def speaker(self) -> Speaker:
         return Speaker(self._config.name, self._config, self._kind, self._scrub, self.hint())
 
-    def refused_version(self, exc: Exception, offered: str) -> McpSessionError:
-        """What purra-mcp's refusal (``exc``) of the protocol version the server ``offered`` raises: the version
-        named; any other failure as ``translate`` has it."""
-        from purra.errors import CodedAgentCoreError
-
-        if isinstance(exc, CodedAgentCoreError) and exc.code == PROTOCOL_UNSUPPORTED:
-            refuser = f"{package_label('purra-mcp')} (and so this kit)"
-            return self._ours(refused_version(self.speaker(), offered, refuser))
-        return self.translate(exc, connecting=True)
+    def beside_contract(self, offered: str) -> McpSessionError:
+        """What the PurrA path raises on a session of protocol ``offered``, which purra-mcp refuses (see
+        ``beside_contract``)."""
+        return self._ours(beside_contract(self.speaker(), offered))
 
     def modern_only(self, error: ErrorData, discovered: list[str] | None) -> McpSessionError:
         """A server of protocol 2026-07-28 refused by name (see ``modern_only``); ``error`` its answer to
@@ -372,8 +391,11 @@ __all__ = [
     "ErrorSeam",
     "Speaker",
     "accepted_versions",
+    "beside_contract",
     "modern_only",
     "offending_line",
+    "purra_refusal",
+    "recorded_refusal",
     "refused_version",
     "stderr_hint",
     "translate",

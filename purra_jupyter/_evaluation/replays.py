@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._base.config import Scrubber
 from .._base.egress import CellText, bundle, cell_text
 from .._base.errors import McpSessionError
 from .._base.markup import key_value_table, tag
@@ -22,6 +23,7 @@ from .._base.transcript import SavedTranscript, TranscriptMessage
 from .._base.visible import one_line, visible
 from .._base.wire import CONFIG_INVALID, EVENT_APPROVAL
 from .._connection.connection import Connection
+from .._connection.seam import recorded_refusal
 from .._purra import calls
 from .._purra.bindings import Bindings
 from .._purra.calls import CallPlan, Result
@@ -83,10 +85,22 @@ def _answer(response: TranscriptMessage | None) -> dict[str, Any] | None:
     return {"result": message["result"]} if isinstance(message.get("result"), Mapping) else None
 
 
-def recorded_verdicts(saved: SavedTranscript, limits: McpToolLimits) -> dict[str, ToolVerdict] | None:
+def recorded_protocol(saved: SavedTranscript) -> object:
+    """The protocol version the recorded session's ``initialize`` answered with (``None``: none recorded)."""
+    answered = [exchange.response for exchange in saved.exchanges("initialize") if exchange.response is not None]
+    result = answered[-1].message.get("result") if answered else None
+    return result.get("protocolVersion") if isinstance(result, Mapping) else None
+
+
+def recorded_verdicts(
+    saved: SavedTranscript, limits: McpToolLimits, scrub: Scrubber | None = None
+) -> dict[str, ToolVerdict] | None:
     """The verdicts of the tools the transcript's last complete listing held (pages joined), as the kit judges a
-    listing; ``None`` when it holds none."""
+    listing (under the protocol it negotiated: one a PurrA host refuses makes no tool callable); ``None`` when it
+    holds none."""
     from mcp import types
+
+    refused = recorded_refusal(recorded_protocol(saved), scrub or Scrubber(()))
 
     listing: list[Any] | None = None
     pages: list[Any] = []
@@ -104,7 +118,7 @@ def recorded_verdicts(saved: SavedTranscript, limits: McpToolLimits) -> dict[str
     tools = []
     for entry in listing:
         try:
-            tools.append(verdict_of(types.Tool.model_validate(entry), limits))
+            tools.append(verdict_of(types.Tool.model_validate(entry), limits, refused))
         except ValueError:  # (a listing entry that is not a tool: the recorded session refused it too)
             continue
     return {tool.name: tool for tool in tools}
@@ -168,7 +182,7 @@ class Replay(Rows[Result]):
             raise McpSessionError(CONFIG_INVALID, f"{source} holds no tools/call to replay.")
         self.source = source
         self.catalog: Catalog = bindings.catalog
-        self.then = recorded_verdicts(saved, connection.limits)
+        self.then = recorded_verdicts(saved, connection.limits, connection.scrub)
         self.digest_then = digest_of(self.then.values()) if self.then is not None else None
         plans, results = [], []
         for call in self.recorded:
@@ -360,4 +374,12 @@ def _value(value: Any) -> str:
     return one_line(json.dumps(value, ensure_ascii=False), VALUE_CHARS) if value is not None else "nothing"
 
 
-__all__ = ["REPLAY_COLUMNS", "RecordedCall", "Replay", "ReplaySummary", "recorded_calls", "recorded_verdicts"]
+__all__ = [
+    "REPLAY_COLUMNS",
+    "RecordedCall",
+    "Replay",
+    "ReplaySummary",
+    "recorded_calls",
+    "recorded_protocol",
+    "recorded_verdicts",
+]

@@ -437,6 +437,7 @@ class Bindings(HasTraits):
         ``identity`` holds a write's ``binding_id, binding_revision, scope_id, scope_revision`` (each left out
         or ``None`` takes ``default_identity``'s); ``options`` are ``make_binding``'s."""
         self._check_current()
+        self.connection.check_purra_protocol()
         local = options.get("local_name") or default_local_name(remote)
         note = ""
         if effect == READ and self._admitted(remote):  # a refused tool: purra-mcp's refusal comes first, below

@@ -265,6 +265,8 @@ def plan_call(
     binding = bindings.binding(remote)
     plan = CallPlan(connection, bindings, remote, copied, raw, seconds, connection.revision, write, binding, task,
                     check_arguments)  # fmt: skip
+    if not raw:
+        connection.check_purra_protocol()  # a session beside the contract: the raw path only
     if not raw and bindings.binding(remote) is None and remote in bindings.catalog:
         tool = bindings.catalog[remote]
         if not tool.callable:

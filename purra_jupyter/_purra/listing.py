@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 from .._base.app_rules import tool_app
 from .._base.errors import McpSessionError
 from .._base.visible import look_alikes
-from .._base.wire import BINDING_INVALID, CATALOG_STALE, DIGEST_MISMATCH, EVENT_LIST, EVENT_LIST_CHANGED
+from .._base.wire import (
+    BINDING_INVALID,
+    CATALOG_STALE,
+    DIGEST_MISMATCH,
+    EVENT_LIST,
+    EVENT_LIST_CHANGED,
+    PROTOCOL_UNSUPPORTED,
+)
 from .._connection import purra_adapter
 from .._connection.connection import Connection
 
@@ -22,7 +29,7 @@ if TYPE_CHECKING:
     from purra_mcp import McpToolLimits
 
 from .catalog import COMPATIBLE, NONE, UNSUPPORTED, Catalog, ToolVerdict
-from .reasons import TASK_REQUIRED_REASON, schema_reasons
+from .reasons import TASK_REQUIRED_REASON, protocol_reason, schema_reasons
 
 MAX_RELISTS = 3  # list_changed while listing: list again at most this often, then give up (stale)
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # purra-mcp's rule for remote tool names
@@ -31,9 +38,10 @@ _SERVER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # purra-mcp's rule for remo
 # --- purra-mcp's own rules (through purra_adapter: the same code a PurrA host runs on the same listing) ---
 
 
-def verdict_of(tool: types.Tool, limits: McpToolLimits) -> ToolVerdict:
+def verdict_of(tool: types.Tool, limits: McpToolLimits, protocol_refused: str | None = None) -> ToolVerdict:
     """The verdict purra-mcp would reach on binding ``tool``, with a reason per problem. The schema codes are
-    purra-mcp's own; its name, description and task checks are inline in its discovery, so repeated here."""
+    purra-mcp's own; its name, description and task checks are inline in its discovery, so repeated here. On a
+    session whose protocol PurrA refuses (``protocol_refused`` says why) no tool is callable, whatever its schema."""
     listing = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
     description = tool.description or ""
     task_support = tool.execution.taskSupport if tool.execution is not None else None
@@ -41,7 +49,10 @@ def verdict_of(tool: types.Tool, limits: McpToolLimits) -> ToolVerdict:
     output_refusal = None if tool.outputSchema is None else purra_adapter.schema_refusal(tool.outputSchema, limits)
     input_ok, output_ok = input_refusal is None, output_refusal is None
     reasons: list[str] = []
-    codes: list[str] = []  # in the order discover_mcp_tools checks
+    codes: list[str] = []  # in the order discover_mcp_tools checks (the protocol is its monitor's, before all)
+    if protocol_refused is not None:
+        codes.append(PROTOCOL_UNSUPPORTED)
+        reasons.append(protocol_reason(protocol_refused))
     if not _SERVER_NAME.fullmatch(tool.name):
         codes.append(BINDING_INVALID)
         reasons.append("name: not a name PurrA binds — use 1 to 128 letters, digits, '_', '.' or '-'")
@@ -140,12 +151,18 @@ async def build_catalog(connection: Connection, client: ClientSession) -> Catalo
         raise McpSessionError(
             CATALOG_STALE, f"Server '{connection.name}' kept changing its tools while they were listed."
         )
-    note = "" if listed is not None else "The server does not advertise the tools capability: it has no tools."
-    verdicts = sorted((verdict_of(tool, connection.limits) for tool in listed or ()), key=lambda t: t.name)
+    refused = connection.protocol_refused
+    notes = (
+        "The server does not advertise the tools capability: it has no tools." if listed is None else "",
+        f"Not callable under PurrA: {refused}; explore the tools on the raw path." if refused is not None else "",
+    )
+    note = " ".join(filter(None, notes))
+    verdicts = sorted((verdict_of(tool, connection.limits, refused) for tool in listed or ()), key=lambda t: t.name)
     alikes = look_alikes(verdict.name for verdict in verdicts)
     tools = tuple(replace(verdict, look_alikes=alikes.get(verdict.name, ())) for verdict in verdicts)
     callable_count = sum(t.callable for t in tools)
-    connection.log.add(EVENT_LIST, f"{len(tools)} tools, {callable_count} callable (revision {revision})")
+    beside = f"; {refused}" if refused is not None else ""
+    connection.log.add(EVENT_LIST, f"{len(tools)} tools, {callable_count} callable (revision {revision}){beside}")
     return Catalog(connection.name, connection.hello.protocol_version, tools, revision, note)
 
 

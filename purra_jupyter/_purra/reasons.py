@@ -84,6 +84,12 @@ def schema_reasons(schema: Any, where: str, limits: McpToolLimits) -> list[str]:
     return unique or [f"{where}: {FALLBACK_REASON} — simplify the schema"]
 
 
+def protocol_reason(refused: str) -> str:
+    """The reason every tool of a session whose protocol PurrA refuses carries first (``refused`` says why, in one
+    line: ``Connection.protocol_refused``)."""
+    return f"protocolVersion: {refused} — explore the tool on the raw path (raw=True, %mcp_call --raw)"
+
+
 TASK_REQUIRED_REASON = (
     "execution.taskSupport: 'required' — PurrA calls a tool directly and waits for its result, never as a task: "
     "run it on the raw path, outside the PurrA contract, with s.call(tool, args, raw=True, task=True); "

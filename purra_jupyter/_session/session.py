@@ -133,6 +133,13 @@ class McpSession(HasTraits):
         return self.connection.hello.protocol_version
 
     @property
+    def protocol_refused(self) -> str | None:
+        """Why a PurrA host refuses this session's protocol (an older era's: 2024-11-05, 2025-03-26), in one line; or
+        ``None`` when it accepts it. A refused session opens beside the contract: its tools are not callable under
+        PurrA (binding one raises ``mcp_protocol_unsupported``) and are explored on the raw path."""
+        return self.connection.protocol_refused
+
+    @property
     def server_info(self) -> dict[str, Any]:
         return dict(self.connection.hello.info)
 
@@ -311,7 +318,7 @@ class McpSession(HasTraits):
     # --- display ---------------------------------------------------------------------------------
 
     def __repr__(self) -> CellText:
-        protocol = f", protocol {self.protocol_version}" if self.protocol_version else ""
+        protocol = f", protocol {self.connection.protocol_label}" if self.protocol_version else ""
         label = self.connection.hello.label
         return cell_text(f"<McpSession {self.name!r} {self.transport} {self.state}{protocol}, server {label}>")
 
@@ -320,7 +327,7 @@ class McpSession(HasTraits):
             ("session", self.name),
             ("transport", f"{self.transport}: {self.config.target}"),
             ("state", self.state + (f" ({self.cause})" if self.cause else "")),
-            ("protocol", self.protocol_version or ""),
+            ("protocol", self.connection.protocol_label),
             ("server", self.connection.hello.label),
             *([(INSTRUCTIONS_LABEL, shown_instructions(self.instructions))] if self.instructions else []),
         ]

@@ -48,7 +48,7 @@ class SessionStatus(widgets.HTML):
         cells = [
             ("session", connection.name),
             ("transport", f"{connection.link.kind}: {connection.config.target}"),
-            ("protocol", connection.hello.protocol_version or ""),
+            ("protocol", connection.protocol_label),
             ("tools", tools),
             ("bound", bound),
             ended or last_error,  # a close asked for is no error
