@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
@@ -32,6 +33,10 @@ TEXT_CHARS = 4_000  # of each message or field shown (the session log and transc
 REPLY_PROMPT = "Your reply as the model (send it empty to decline): "
 FORM_PROMPT = "Your answer as a JSON object (fields left out take their defaults; empty: decline; 'cancel': cancel): "
 URL_PROMPT = "Type 'done' once you have finished at that address ('cancel' to cancel; empty: decline): "
+# A call's request goes out before its cell starts waiting for it (and a fast server asks at once): how long a question
+# looks for a waiting cell or a running call's widget before nobody can answer.
+FIND_SECONDS = 2.0
+FIND_TICK = 0.02
 NOBODY = "nobody can answer: no cell waits for the call and no running call of this session shows its approval"
 
 
@@ -39,12 +44,16 @@ def prompt_answerer(kind: str, server: str) -> Answerer:
     """The person's way of answering ``kind`` (sampling or elicitation) for session ``server``."""
 
     async def answer(params: dict[str, Any]) -> dict[str, Any]:
-        if runner.cell_waits():
-            return await runner.in_waiting_cell(lambda: ask_in_cell(kind, server, params))
-        box = boxes.of(server)
-        if box is None:
-            raise LookupError(NOBODY)
-        return await ask_in_box(box, QuestionWidget(kind, server, params))
+        deadline = time.monotonic() + FIND_SECONDS
+        while True:
+            if runner.cell_waits():
+                return await runner.in_waiting_cell(lambda: ask_in_cell(kind, server, params))
+            box = boxes.of(server)
+            if box is not None:
+                return await ask_in_box(box, QuestionWidget(kind, server, params))
+            if time.monotonic() >= deadline:
+                raise LookupError(NOBODY)
+            await asyncio.sleep(FIND_TICK)
 
     return Answerer(answer, person=True)
 
