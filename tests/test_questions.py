@@ -245,7 +245,8 @@ def test_the_everything_servers_sampling_and_elicitation_tools_are_answered_in_a
     opened = KernelCell(
         client,
         "import purra_jupyter as pj\n"
-        f"s = pj.connect(pj.ServerConfig('everything', command='node', args=[{str(EVERYTHING)!r}, 'stdio']))\n"
+        f"s = pj.connect(pj.ServerConfig('everything', command='node', args=[{str(EVERYTHING)!r}, 'stdio'], "
+        f"roots=[{str(SERVER.parent)!r}]))\n"
         "sorted(name for name in s.catalog.to_frame().index if name.startswith('trigger-'))",
     ).finish()
     assert not opened.errors(), opened.errors()
@@ -266,6 +267,19 @@ def test_the_everything_servers_sampling_and_elicitation_tools_are_answered_in_a
     assert not cell.errors(), cell.errors()
     assert "accept" in cell.result() and "Ada" in cell.result()
 
+    # a task that needs input (input_required): its question comes while tasks/result waits, answered the same way
+    task = run.format("simulate-research-query", {"topic": "python", "ambiguous": True})
+    cell = KernelCell(client, task.replace("approve=True", "task=True, approve=True"))
+    cell.prompted()
+    client.input('{"interpretation": "snake"}')
+    cell.finish()
+    assert not cell.errors(), cell.errors()
+    assert "python (snake)" in cell.result(), cell.result()
+
+    cell = KernelCell(client, run.format("get-roots-list", {})).finish()  # the roots it asked for at connect
+    assert not cell.errors(), cell.errors()
+    assert SERVER.parent.as_uri() in cell.result(), cell.result()
+
 
 def test_the_connect_magic_takes_the_ways_of_answering_and_the_roots(ip: Any, tmp_path: Path) -> None:
     line = f"asking --sampling none --elicitation prompt --root {tmp_path} --record -- {sys.executable} {SERVER}"
@@ -279,3 +293,19 @@ def test_the_connect_magic_takes_the_ways_of_answering_and_the_roots(ip: Any, tm
         assert "sampling" not in initialize["params"]["capabilities"]
     finally:
         session.close()
+
+
+def test_a_flood_of_questions_is_answered_a_few_at_a_time_and_the_rest_refused_at_once() -> None:
+    """Ten sampling requests at once: three are answered (the function holds them until the other seven were
+    refused), seven get an error at once; no thread or widget per question of a flood."""
+    refused = lambda: sum("refused, 3 questions already wait" in row for row in asked_rows(session))  # noqa: E731
+
+    def sampling(params: dict[str, Any]) -> dict[str, Any]:
+        wait_until(lambda: refused() == 7, what="the other questions refused")
+        return REPLY
+
+    with pj.connect(memory(), sampling=sampling) as session:
+        answers = said(session, "ask_model_often", "10")["answers"]
+        assert answers.count("answered") == 3, answers
+        assert answers.count("Too many questions at once: 3 questions already wait for their answers.") == 7
+        assert said(session, "ask_model", "x") == {"answered": REPLY}  # the session answers again once they ended

@@ -35,6 +35,9 @@ ELICITATION = "elicitation"
 ROOTS = "roots"
 # What each question's method is, as the log and the refusals name it.
 METHODS = {SAMPLING: "sampling/createMessage", ELICITATION: "elicitation/create", ROOTS: "roots/list"}
+# The most questions of one server answered at once (a person sees at most these; a function runs at most these
+# threads); one more is refused at once, so a server that floods questions gets errors, not a wall of widgets.
+QUESTIONS_AT_ONCE = 3
 USER_REJECTED = -1  # the JSON-RPC code the spec gives a person's refusal of a sampling request
 
 
@@ -97,6 +100,7 @@ class QuestionDesk:
         self._scrub = scrub
         self._persons_turn = persons_turn
         self._tasks: TaskGroup | None = None
+        self._open = 0  # questions being answered now (on the loop)
 
     def start(self, tasks: TaskGroup) -> None:
         """The session is up: questions are answered in tasks of ``tasks`` (which end with the session)."""
@@ -166,6 +170,11 @@ class QuestionDesk:
         assert answerer is not None  # (a callback exists only for a kind with an answerer)
         request = params.model_dump(mode="json", by_alias=True, exclude_none=True)
         self._log.add(EVENT_ASKED, f"{method}: asked {self._line(request)}")
+        if self._open >= QUESTIONS_AT_ONCE:  # a flood: neither a person nor a thread per question
+            said = f"{QUESTIONS_AT_ONCE} questions already wait for their answers"
+            self._log.add(EVENT_ASKED, f"{method}: {ANSWER_FAILED} refused, {said}")
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"Too many questions at once: {said}.")
+        self._open += 1
         try:
             if answerer.person:
                 async with self._persons_turn():
@@ -179,6 +188,8 @@ class QuestionDesk:
             detail = self._scrub(f"{exc.__class__.__name__}: {exc}")
             self._log.add(EVENT_ASKED, f"{method}: {ANSWER_FAILED} the {kind} handler raised {detail}")
             return types.ErrorData(code=types.INTERNAL_ERROR, message=f"The client's {kind} handler failed.")
+        finally:
+            self._open -= 1
         try:
             result = model.model_validate(answer)
         except ValidationError as invalid:
@@ -204,6 +215,7 @@ def root_name(uri: str) -> str:
 __all__ = [
     "ELICITATION",
     "METHODS",
+    "QUESTIONS_AT_ONCE",
     "ROOTS",
     "SAMPLING",
     "USER_REJECTED",

@@ -34,7 +34,28 @@ TOOLS = {
     "ask_url": ("Asks the person to visit the address `text` (elicitation, url).", TEXT_ARGUMENT),
     "ask_roots": ("Asks the client for its roots.", NO_ARGUMENTS),
     "roots_changes": ("How many times the client said its roots changed.", NO_ARGUMENTS),
+    "ask_model_often": ("Asks the client's model `text` (a number) times at once.", TEXT_ARGUMENT),
 }
+
+
+async def _ask_often(session: Any, times: int) -> list[Any]:
+    """``times`` sampling requests at once: each one's answer (``"answered"``) or error message, in order."""
+    import anyio
+
+    outcomes: list[Any] = [None] * times
+
+    async def one(index: int) -> None:
+        message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=str(index)))
+        try:
+            await session.create_message([message], max_tokens=8)
+            outcomes[index] = "answered"
+        except McpError as error:
+            outcomes[index] = error.error.message
+
+    async with anyio.create_task_group() as tasks:
+        for index in range(times):
+            tasks.start_soon(one, index)
+    return outcomes
 
 
 def build() -> Server[Any, Any]:
@@ -70,6 +91,9 @@ def build() -> Server[Any, Any]:
                 answer = await session.elicit_form(text, FORM_SCHEMA)  # type: ignore[arg-type]
             elif name == "ask_url":
                 answer = await session.elicit_url("Sign in to continue", text, "elicitation-1")
+            elif name == "ask_model_often":
+                answer = await _ask_often(session, int(text))
+                return [types.TextContent(type="text", text=json.dumps({"answers": answer}))]
             elif name == "ask_roots":
                 answer = await session.list_roots()
             else:
