@@ -309,3 +309,9 @@ def test_a_flood_of_questions_is_answered_a_few_at_a_time_and_the_rest_refused_a
         assert answers.count("answered") == 3, answers
         assert answers.count("Too many questions at once: 3 questions already wait for their answers.") == 7
         assert said(session, "ask_model", "x") == {"answered": REPLY}  # the session answers again once they ended
+
+
+def test_the_session_says_who_answers_its_servers_questions(tmp_path: Path) -> None:
+    with pj.connect(memory(roots=[tmp_path]), sampling=lambda params: REPLY, elicitation=None) as s:
+        html = s._repr_mimebundle_()["text/html"]
+        assert "sampling: a function; elicitation: refused; roots: 1 folder(s)" in html

@@ -106,6 +106,14 @@ class QuestionDesk:
         """The session is up: questions are answered in tasks of ``tasks`` (which end with the session)."""
         self._tasks = tasks
 
+    def answering(self) -> str:
+        """Who answers what the server may ask, in a line (e.g. ``sampling: a person; elicitation: refused``)."""
+        answers = self.answers
+        ways = {SAMPLING: answers.sampling, ELICITATION: answers.elicitation}
+        said = [f"{kind}: {_who(way)}" for kind, way in ways.items()]
+        roots = "refused" if answers.roots is None else f"{len(answers.roots)} folder(s)"
+        return "; ".join([*said, f"roots: {roots}"])
+
     def methods(self) -> dict[str, bool]:
         """Each question's method, and whether this session answers it."""
         present = set(self.answers.declared())
@@ -203,6 +211,10 @@ class QuestionDesk:
 
     def _line(self, value: Any) -> str:
         return one_line(self._scrub(json.dumps(value, ensure_ascii=False)), DETAIL_CHARS)
+
+
+def _who(way: Answerer | None) -> str:
+    return "refused" if way is None else "a person" if way.person else "a function"
 
 
 def root_name(uri: str) -> str:

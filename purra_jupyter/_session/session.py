@@ -329,6 +329,7 @@ class McpSession(HasTraits):
             ("state", self.state + (f" ({self.cause})" if self.cause else "")),
             ("protocol", self.connection.protocol_label),
             ("server", self.connection.hello.label),
+            ("the server's questions", self.connection.questions.answering()),
             *([(INSTRUCTIONS_LABEL, shown_instructions(self.instructions))] if self.instructions else []),
         ]
         return bundle(key_value_table(rows, "purra-session"), self.__repr__())
