@@ -55,6 +55,10 @@ HOSTILE = (
     "raw={secret} json={secret_json} url={secret_url}" + FORGED
 )
 OBJECT = {"type": "object", "properties": {"x": {"type": "string"}}, "additionalProperties": False}
+# A reason three tools give (a property name with a forged workflow command, and a default): the catalog shows it
+# once, naming the tools, one of them named in markup, an override and the secret.
+SHARED = {"type": "object", "properties": {f"a{FORGED}": {"type": "string", "default": "x"}}}
+SHARED_NAME = "<img src=x onerror=window.__pwned=1>\u202e{secret}"
 NUMBERS = {"type": "object", "properties": {"n": {"type": "number"}, "k": {"type": "number"}},
            "required": ["n", "k"], "additionalProperties": False}  # fmt: skip
 # fmt: off
@@ -64,10 +68,10 @@ PLAN: dict[str, Any] = {
     "tools": [
         {"name": "speak", "title": HOSTILE, "description": HOSTILE,
          "inputSchema": {**OBJECT, "properties": {"x": {"type": "string", "title": HOSTILE, "description": HOSTILE}}}},
-        {"name": "leak {secret}", "description": "a name holding the secret", "inputSchema": OBJECT},
+        {"name": "leak {secret}", "description": "a name holding the secret", "inputSchema": SHARED},
         {"name": "fails", "description": "fails with the secret in its error", "inputSchema": OBJECT},
-        {"name": "forged", "description": "a property name its verdict's reason quotes",
-         "inputSchema": {"type": "object", "properties": {f"a{FORGED}": {"type": "string", "default": "x"}}}},
+        {"name": "forged", "description": "a property name its verdict's reason quotes", "inputSchema": SHARED},
+        {"name": SHARED_NAME, "description": "among the tools of a shared reason", "inputSchema": SHARED},
         {"name": "numbers", "description": "echoes its arguments as they arrived", "inputSchema": NUMBERS},
     ],
     "calls": {"speak": "say", "fails": "leak-rpc-error", "numbers": "raw-echo"},
@@ -170,6 +174,8 @@ def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
     with hostile_config(transport, "hostile") as config:
         shown.secrets = config.secrets
         with pj.connect(config, approval="prompt", record=True) as s:
+            groups = [[tool.name for tool in group.tools] for group in s.catalog.shared_reasons]
+            assert any(len(names) == 3 and "\u202e" in "".join(names) for names in groups), groups  # grouped below
             shown.bundle("catalog", s.catalog._repr_mimebundle_(), "catalog")
             shown.add("catalog", CELL_TEXT, repr(s.catalog), "repr(catalog)")
             shown.add("catalog", FRAME, s.catalog.to_frame()._repr_html_(), "catalog frame")

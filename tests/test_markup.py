@@ -110,9 +110,11 @@ def test_the_helpers() -> None:
     wrapped = "white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere;text-align:left"  # between words
     assert pre(HOSTILE) == f"<pre style='{wrapped}'>&lt;img src=x onerror=alert(1)&gt;</pre>"
     assert th("<h>") == f"<th style='{CELL}'>&lt;h&gt;</th>"
-    assert td("v", wrapped=True) == f"<td style='{WRAPPED_CELL}'>v</td>"
+    wrapped_cell = f"{WRAPPED_CELL};min-width:10em"  # never squeezed until its words break
+    assert td("v", wrapped=True) == f"<td style='{wrapped_cell}'>v</td>"
+    assert td("v", wrapped=True, min_width="16em") == f"<td style='{WRAPPED_CELL};min-width:16em'>v</td>"
     assert key_value_table([("k<", "v'")], "purra-x") == (
-        f"<table class='purra-x'><tr><th style='{CELL}'>k&lt;</th><td style='{WRAPPED_CELL}'>v&#x27;</td></tr></table>"
+        f"<table class='purra-x'><tr><th style='{CELL}'>k&lt;</th><td style='{wrapped_cell}'>v&#x27;</td></tr></table>"
     )
     rows = [tag("tr", td("1"), td(HOSTILE, wrapped=True))]
     html = table(["a", "<b>"], rows, "purra-log")
