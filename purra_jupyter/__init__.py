@@ -108,9 +108,10 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     """``%load_ext purra_jupyter``: register the ``%mcp_*`` magics, and start importing the MCP SDK in a
     background thread (the cell does not wait for it)."""
     from ._session.opening import warm_up
-    from .magics import MAGICS
+    from .magics import MAGICS, show_frames
 
     ipython.register_magics(*(magics(shell=ipython) for magics in MAGICS))
+    show_frames(ipython)
     warm_up()
 
 

@@ -35,6 +35,7 @@ from IPython.utils.capture import capture_output
 import purra_jupyter as pj
 from purra_jupyter._base.egress import cell_text
 from purra_jupyter._base.surfaces import CELL_TEXT, CLI, DATA, FILE, HTML, SURFACES, WIRE
+from purra_jupyter.magics import frame_formatter
 
 UNTRUSTED = SERVERS / "untrusted_server.py"
 # A DataFrame the kit returns: the person's data, its values exactly the server's; pandas escapes its HTML.
@@ -231,6 +232,8 @@ def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
             summary = frame.attrs["summary"]
             shown.bundle("batch", summary._repr_mimebundle_(), "summary")
             shown.add("batch", FRAME, frame._repr_html_(), "frame")
+            for kit_frame, where in ((frame, "batch"), (s.catalog.to_frame(), "catalog"), (s.log.to_frame(), "log")):
+                shown.add("frames", HTML, frame_formatter(kit_frame), f"the kit's HTML of the {where} frame")
             shown.add("chart", CELL_TEXT, repr(summary.chart), "latency chart")
             shown.bundle("chart", s.catalog.refusal_chart()._repr_mimebundle_(), "refusal chart")
             shown.add("checkpoint", FILE, checkpoint.read_text(encoding="utf-8"), "checkpoint file")
@@ -407,6 +410,7 @@ ROWS: dict[str, dict[str, Row]] = {
     "forms": row(links=links_absent, approval_fidelity=FIDELITY),
     "view": {attack: Elsewhere(VIEWS, "a hostile view of a test server, in JupyterLab") for attack in ATTACKS},
     "batch": row(crafted_files=CRAFTED, approval_fidelity=FIDELITY),
+    "frames": row(),
     "replay": row(crafted_files=CRAFTED),
     "chart": row(markup=NO_HTML),
     "authorization": {attack: Elsewhere(OAUTH, "an authorization server's hostile address") for attack in ATTACKS},

@@ -18,6 +18,7 @@ from .._base.app_rules import ToolApp
 from .._base.charts import Chart, refusal_reasons
 from .._base.egress import CellText, bundle, cell_text
 from .._base.errors import KEPT_APART
+from .._base.frames import kit_frame
 from .._base.markup import ERROR_COLOR, OK_COLOR, Html, join, table, tag, td
 from .._base.visible import name_warning, one_line, visible
 from .._base.wire import CATALOG_MIME
@@ -259,7 +260,7 @@ class Catalog:
         import pandas as pd
 
         frame = pd.DataFrame([tool.row() for tool in self.tools], columns=["tool", *FRAME_COLUMNS])
-        return frame.convert_dtypes().set_index("tool")  # nullable dtypes: a missing hint is <NA>, not NaN
+        return kit_frame(frame.convert_dtypes().set_index("tool"))  # nullable dtypes: a missing hint is <NA>, not NaN
 
     def diff(self, other: Catalog) -> pd.DataFrame:
         """What changed from this catalog to ``other``: one row per added, removed or changed tool."""
