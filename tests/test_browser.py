@@ -842,13 +842,16 @@ OVERFLOW_JS = """(catalog) => {
 
 
 # The words of ``node`` (24 characters at most: an unbroken token longer than a column may break) drawn on more than
-# one line: a word broken inside ("idempoten/t").
+# one line: a word broken inside ("idempoten/t"); not one a line may end in (after a hyphen or a slash: "in-/memory"),
+# nor an opened schema's JSON, a tree in a narrow column.
 BROKEN_WORDS_JS = """(node) => {
     const broken = [];
     const walker = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
     for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+        if (text.parentElement.closest('.jp-PurraCatalog-schemas')) continue;
         for (const word of text.data.matchAll(/\\S{1,24}(?!\\S)/g)) {
             if (word.index > 0 && !/\\s/.test(text.data[word.index - 1])) continue;  // (the tail of a longer one)
+            if (/[-/]/.test(word[0])) continue;
             const range = document.createRange();
             range.setStart(text, word.index);
             range.setEnd(text, word.index + word[0].length);

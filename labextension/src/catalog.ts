@@ -19,19 +19,20 @@ export type Verdicts = { readonly callable: string; readonly notCallable: string
 export type Filter = 'all' | 'callable' | 'blocked';
 
 /**
- * The columns, each with its least width in `em`: wide enough for the words it holds ("idempotent,", "not",
- * "callable", a reason's path), together within a 950 px notebook area; the table shares the rest by content.
+ * The columns, each with its least width in `em`: wide enough for the words it holds (a tool's name and title,
+ * "destructive,", "callable", "bindable", a reason's words), together within the output of a 950 px notebook area;
+ * the table shares the rest by content. (An opened schema's tree is JSON in a narrow column: a long key may still
+ * break inside.)
  */
 export function catalogColumns(trans: Trans): ReadonlyArray<[string, number]> {
   return [
-    [trans.__('tool'), 10],
-    [trans.__('title'), 5],
-    [trans.__('description'), 8],
+    [trans.__('tool'), 11],
+    [trans.__('description'), 9],
     [trans.__('verdict'), 5],
-    [trans.__('schemas'), 6],
+    [trans.__('schemas'), 8],
     [trans.__('binding'), 5],
-    [trans.__('hints'), 7],
-    [trans.__('reasons'), 16]
+    [trans.__('hints'), 6],
+    [trans.__('reasons'), 14]
   ];
 }
 
@@ -210,7 +211,10 @@ export function toolRow(
   if (warning) {
     name.appendChild(el('div', CLASS.nameWarning, `⚠ name ${warning}`));
   }
-  cell(asText(tool.title));
+  const title = asText(tool.title);
+  if (title) {
+    name.appendChild(el('div', CLASS.muted, title)); // (under the name: a column of its own would be too narrow)
+  }
   cell().appendChild(description(asText(tool.description)));
   const callable = tool.callable === true;
   const badgeClass = `${CLASS.badge} ${callable ? CLASS.ok : CLASS.error}`;
