@@ -911,6 +911,8 @@ def test_a_record_shows_its_arguments_and_the_catalog_fits_and_searches(
             sizes = catalog.evaluate(OVERFLOW_JS)
             assert all(size is not None and size[0] <= size[1] for size in sizes.values()), sizes
             assert catalog.evaluate(BROKEN_WORDS_JS) == []  # words wrap between words: only the long name breaks
+            reasons = catalog.locator("thead th").last  # at least its least width (catalog.ts): 14em of 13 px
+            assert reasons.text_content() == "reasons" and (reasons.bounding_box() or {"width": 0})["width"] >= 14 * 13
             browser.screenshot(f"{ui}-catalog-fits-{AREA}", cell("catalog"))
 
             search = catalog.get_by_role("searchbox")
