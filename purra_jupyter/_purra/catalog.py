@@ -194,11 +194,6 @@ def shared_reasons(tools: Iterable[ToolVerdict]) -> tuple[SharedReason, ...]:
     return tuple(sorted(shared, key=lambda group: -len(group.tools)))
 
 
-def shared_note(count: int) -> str:
-    """What a tool's row says of its reasons shown with the shared ones: ``+ 2 shared, below``."""
-    return f"+ {count} {SHARED_BELOW}"
-
-
 @dataclass(frozen=True)
 class Catalog:
     """Every tool a server listed, with verdicts; a snapshot at one catalog revision."""
@@ -232,6 +227,11 @@ class Catalog:
     def own_reasons(self, tool: ToolVerdict) -> tuple[str, ...]:
         """``tool``'s reasons that no other tool gives (the rest are shown once, with ``shared_reasons``)."""
         return tuple(reason for reason in tool.reasons if reason not in self._shared)
+
+    def shared_note(self, tool: ToolVerdict) -> str | None:
+        """What ``tool``'s row says of its reasons shown with the shared ones (``+ 2 shared, below``), if any."""
+        shared = sum(reason in self._shared for reason in tool.reasons)
+        return f"+ {shared} {SHARED_BELOW}" if shared else None
 
     @functools.cached_property
     def labels(self) -> dict[str, str]:
@@ -321,10 +321,8 @@ class Catalog:
             verdict = CALLABLE if tool.callable else NOT_CALLABLE
             bound = f" (bound as {tool.bound_label})" if tool.bound_as else ""
             lines.append(f"  {tool.label}: {verdict}{bound}")
-            own = self.own_reasons(tool)
-            lines.extend(f"      {reason}" for reason in own)
-            if len(own) < len(tool.reasons):
-                lines.append(f"      {shared_note(len(tool.reasons) - len(own))}")
+            note = self.shared_note(tool)
+            lines.extend(f"      {reason}" for reason in [*self.own_reasons(tool), *([note] if note else [])])
         for group in self.shared_reasons:
             lines.append(f"  {group.heading}: {', '.join(group.names)}")
             lines.append(f"      {group.reason}")
@@ -357,10 +355,13 @@ class Catalog:
 
     def _reasons_html(self, tool: ToolVerdict) -> Html:
         own = self.own_reasons(tool)
-        note = None
-        if len(own) < len(tool.reasons):
-            note = tag("div", shared_note(len(tool.reasons) - len(own)), style="font-style:italic")
-        return join([tag("ul", join(tag("li", reason) for reason in own)) if own else None, note])
+        note = self.shared_note(tool)
+        return join(
+            [
+                tag("ul", join(tag("li", reason) for reason in own)) if own else None,
+                tag("div", note, style="font-style:italic") if note else None,
+            ]
+        )
 
     @staticmethod
     def _shared_html(group: SharedReason) -> Html:
