@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ._evaluation.batches import EvaluationSummary, assert_checks
     from ._evaluation.replays import ReplaySummary
     from ._purra.bindings import BindingEntry, Bindings, WriteTerms, allow_any_scope
-    from ._purra.catalog import Catalog, ToolVerdict
+    from ._purra.catalog import Catalog, SharedReason, ToolVerdict
     from ._purra.envelope import Envelope, RawResult
     from ._session.opening import connect, replay
     from ._session.pool import Engine, evaluate
@@ -60,6 +60,7 @@ _PUBLIC = {
     "ServerConfig": "_base.config",
     "SessionLog": "_base.session_log",
     "SessionStatus": "_ui.status",
+    "SharedReason": "_purra.catalog",
     "ToolApp": "_base.app_rules",
     "ToolVerdict": "_purra.catalog",
     "Transcript": "_base.transcript",
@@ -108,9 +109,10 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     """``%load_ext purra_jupyter``: register the ``%mcp_*`` magics, and start importing the MCP SDK in a
     background thread (the cell does not wait for it)."""
     from ._session.opening import warm_up
-    from .magics import MAGICS
+    from .magics import MAGICS, show_frames
 
     ipython.register_magics(*(magics(shell=ipython) for magics in MAGICS))
+    show_frames(ipython)
     warm_up()
 
 
@@ -138,6 +140,7 @@ __all__ = [
     "ServerConfig",
     "SessionLog",
     "SessionStatus",
+    "SharedReason",
     "ToolApp",
     "ToolVerdict",
     "Transcript",

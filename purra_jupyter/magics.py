@@ -33,6 +33,7 @@ from ._base import runner
 from ._base.config import ServerConfig, ServerOptions
 from ._base.egress import bundle, cell_text, text_bundle
 from ._base.errors import KEPT_APART, SERVER_SAID_LABEL, McpSessionError
+from ._base.frames import frame_html, is_kit_frame
 from ._base.markup import join, pre, tag
 from ._base.wire import APPROVAL_POLICIES, CONFIG_INVALID, INVALID_ARGUMENTS, LOG_LEVELS, READY, SESSION_EXISTS, STALE
 from ._beside.offerings import template_variables
@@ -753,6 +754,25 @@ class OfferingMagics(ShellMagics):
 
 # Every class of magics ``%load_ext purra_jupyter`` registers; ``McpMagics`` holds the ``%config`` options.
 MAGICS = (McpMagics, ToolMagics, OfferingMagics)
+
+
+def frame_formatter(frame: Any) -> str | None:
+    """IPython's HTML of a DataFrame: the kit's own for a frame it made (``frames.frame_html``: tabs and line breaks
+    as whitespace, where pandas writes ``\\t``), pandas' for any other."""
+    if not is_kit_frame(frame):
+        html: str | None = frame._repr_html_()
+        return html
+    return str(frame_html(frame))
+
+
+def show_frames(shell: InteractiveShell) -> None:
+    """Make ``frame_formatter`` the shell's HTML of DataFrames (named, so pandas is not imported for it: pandas 3
+    names the class's module ``pandas``, earlier versions ``pandas.core.frame``)."""
+    if shell.display_formatter is None:  # (a shell that displays nothing)
+        return
+    html = shell.display_formatter.formatters["text/html"]
+    for module in ("pandas", "pandas.core.frame"):
+        html.for_type_by_name(module, "DataFrame", frame_formatter)
 
 
 class Listings(tuple[Any, ...]):

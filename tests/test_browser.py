@@ -28,6 +28,7 @@ import nbformat
 import pytest
 from conftest import BINDER_BUILD_GUARD, execute_notebook, follow_authorization, oauth_server, stop_tree
 
+import purra_jupyter as pj
 from purra_jupyter._base.wire import COMMITTED, ENVELOPE_MIME, RAW_RESULT_MIME, UNKNOWN, WIDGET_MIME
 from purra_jupyter._purra.catalog import CALLABLE_UNDER
 from purra_jupyter._purra.envelope import (
@@ -840,6 +841,29 @@ OVERFLOW_JS = """(catalog) => {
 }"""
 
 
+# The words of ``node`` (24 characters at most: an unbroken token longer than a column may break) drawn on more than
+# one line: a word broken inside ("idempoten/t"); not one a line may end in (after a hyphen or a slash: "in-/memory"),
+# nor an opened schema's JSON, a tree in a narrow column.
+BROKEN_WORDS_JS = """(node) => {
+    const broken = [];
+    const walker = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
+    for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+        if (text.parentElement.closest('.jp-PurraCatalog-schemas')) continue;
+        for (const word of text.data.matchAll(/\\S{1,24}(?!\\S)/g)) {
+            if (word.index > 0 && !/\\s/.test(text.data[word.index - 1])) continue;  // (the tail of a longer one)
+            if (/[-/]/.test(word[0])) continue;
+            const range = document.createRange();
+            range.setStart(text, word.index);
+            range.setEnd(text, word.index + word[0].length);
+            const boxes = Array.from(range.getClientRects()).filter(box => box.width > 0);
+            const lines = new Set(boxes.map(box => Math.round(box.top)));
+            if (lines.size > 1) broken.push(word[0]);
+        }
+    }
+    return broken;
+}"""
+
+
 def fit_notebook_area(browser: Browser, width: int) -> int:
     """Resize the page until the open notebook's panel is ``width`` px wide (the side bars stay); its width."""
     page = browser.page
@@ -886,6 +910,9 @@ def test_a_record_shows_its_arguments_and_the_catalog_fits_and_searches(
             expect(catalog).to_contain_text("additionalProperties: false")  # a schema, opened
             sizes = catalog.evaluate(OVERFLOW_JS)
             assert all(size is not None and size[0] <= size[1] for size in sizes.values()), sizes
+            assert catalog.evaluate(BROKEN_WORDS_JS) == []  # words wrap between words: only the long name breaks
+            reasons = catalog.locator("thead th").last  # at least its least width (catalog.ts): 14em of 13 px
+            assert reasons.text_content() == "reasons" and (reasons.bounding_box() or {"width": 0})["width"] >= 14 * 13
             browser.screenshot(f"{ui}-catalog-fits-{AREA}", cell("catalog"))
 
             search = catalog.get_by_role("searchbox")
@@ -899,6 +926,37 @@ def test_a_record_shows_its_arguments_and_the_catalog_fits_and_searches(
         except BaseException:
             browser.report_failure(f"{ui}-fit-failure", lab)
             raise
+
+
+def test_the_catalogs_html_fallback_wraps_between_words_and_groups_a_shared_reason_at_950_px(
+    browser: Browser,
+) -> None:
+    """The catalog's ``text/html`` (classic Notebook, VS Code, nbviewer) at 950 px, three tools with long descriptions
+    and the same five reasons: no word breaks inside, the reasons column is at least 16em, the reasons are shown once,
+    and the page does not scroll sideways."""
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+    words = "Returns the idempotent listing of every document in the store with its title and size. " * 3
+    options = {f"option_{number}": {"type": "string", "default": "x"} for number in range(4)}
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": options}
+    server: Server[Any] = Server("wide")
+
+    @server.list_tools()
+    async def listed() -> list[types.Tool]:
+        return [types.Tool(name=f"search_documents_{n}", title="Search the documents by their words",
+                           description=words, inputSchema=schema) for n in range(3)]  # fmt: skip
+
+    with pj.connect(pj.ServerConfig("wide", server=server)) as session:
+        html = session.catalog._repr_mimebundle_()["text/html"]
+    page = browser.page
+    page.set_content(f"<!doctype html><div id='area' style='width:{AREA}px;font-size:13px'>{html}</div>")
+    area = page.locator("#area")
+    assert area.evaluate(BROKEN_WORDS_JS) == []
+    reasons = page.locator("thead th").last
+    assert reasons.text_content() == "reasons" and (reasons.bounding_box() or {"width": 0})["width"] >= 16 * 13
+    assert area.evaluate("node => node.scrollWidth <= node.clientWidth")
+    assert page.get_by_text("Shared by 3 tools:").count() == 5 and page.locator("tbody li").count() == 0
 
 
 # --- widget outputs without their kernel ------------------------------------------------------------------

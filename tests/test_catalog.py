@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
@@ -19,6 +20,8 @@ from purra.contracts import ToolPolicy
 from purra_mcp import McpAdapterError, McpCatalogMonitor, McpToolBinding, McpToolLimits, discover_mcp_tools
 
 import purra_jupyter as pj
+from purra_jupyter._base.egress import cell_text
+from purra_jupyter._base.markup import escape
 from purra_jupyter._base.wire import CATALOG_MIME
 from purra_jupyter._purra.catalog import (
     CALLABLE,
@@ -26,6 +29,9 @@ from purra_jupyter._purra.catalog import (
     DROPPED,
     FRAME_COLUMNS,
     NOT_CALLABLE,
+    REASONS_MIN_WIDTH,
+    SHARED_BELOW,
+    SHARED_BY,
     catalog_labels,
     default_local_name,
 )
@@ -300,7 +306,8 @@ def test_the_catalog_payload_carries_the_kits_fixed_words_apart_from_its_data(de
     ``to_json()`` stays the catalog's data."""
     catalog = demo.catalog
     payload = catalog._repr_mimebundle_()[CATALOG_MIME]
-    labels = {"callable": CALLABLE, "notCallable": NOT_CALLABLE, "callableUnder": CALLABLE_UNDER, "dropped": DROPPED}
+    labels = {"callable": CALLABLE, "notCallable": NOT_CALLABLE, "callableUnder": CALLABLE_UNDER, "dropped": DROPPED,
+              "sharedBy": SHARED_BY, "sharedBelow": SHARED_BELOW}  # fmt: skip
     assert payload["labels"] == catalog_labels() == labels
     assert {key: value for key, value in payload.items() if key != "labels"} == catalog.to_json()
     assert "labels" not in catalog.to_json()
@@ -308,6 +315,54 @@ def test_the_catalog_payload_carries_the_kits_fixed_words_apart_from_its_data(de
     assert tools["echo"]["input_schema"] == dict(catalog["echo"].input_schema)  # a reader can open the schemas
     assert all(tool["output_schema"] == catalog[name].output_schema for name, tool in tools.items())
     assert CALLABLE_UNDER in catalog.summary and NOT_CALLABLE in repr(catalog)  # the demo's greet is not callable
+
+
+OBJECT_SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": False}
+DRAFT_07 = {"$schema": "http://json-schema.org/draft-07/schema#", **OBJECT_SCHEMA}
+
+
+def test_a_reason_many_tools_give_is_shown_once_naming_them_and_each_row_keeps_it() -> None:
+    """A TypeScript server's ``$schema`` on every tool: the text, the HTML and the payload show that reason once,
+    with the tools it stops; each tool's own reason stays on its row, and the DataFrame keeps every reason per tool."""
+    names = [f"t{number:02}" for number in range(13)]
+    tools = [types.Tool(name=name, inputSchema=DRAFT_07) for name in names]
+    defaulted = {**DRAFT_07, "properties": {"x": {"type": "string", "default": ""}}}  # a reason of its own too
+    tools.append(types.Tool(name="own", inputSchema=defaulted))
+    tools.append(types.Tool(name="fine", inputSchema=OBJECT_SCHEMA))
+    with pj.connect(served(*tools)) as session:
+        catalog = session.catalog
+    (shared,) = catalog.shared_reasons
+    stopped = sorted([*names, "own"])
+    assert [tool.name for tool in shared.tools] == stopped and "$schema" in shared.reason
+    assert catalog.own_reasons(catalog["t00"]) == () and len(catalog.own_reasons(catalog["own"])) == 1
+    text = repr(catalog)
+    assert text.count(cell_text(shared.reason)) == 1  # (as a cell shows it: its address defanged)
+    assert f"Shared by 14 tools: {', '.join(stopped)}" in text
+    assert text.count("+ 1 shared, below") == 14
+    html = catalog._repr_mimebundle_()["text/html"]
+    assert html.count(str(escape(shared.reason))) == 1 and "Shared by 14 tools:" in html
+    assert all(f"<code class='purra-tool-name'>{name}</code>" in html.split("Shared by")[1] for name in stopped)
+    assert html.count("+ 1 shared, below") == 14
+    payload = catalog._repr_mimebundle_()[CATALOG_MIME]
+    assert payload["sharedReasons"] == [{"reason": shared.reason, "tools": stopped}]
+    assert all(shared.reason in tool["reasons"] for tool in payload["tools"] if tool["tool"] != "fine")
+    frame = catalog.to_frame()  # people filter it: every row keeps its own reasons, whole
+    assert all(shared.reason in frame.loc[name, "reasons"] for name in stopped)
+    assert frame.loc["own", "reasons"] == "; ".join(catalog["own"].reasons)
+
+
+def test_the_catalog_html_wraps_words_whole_in_columns_wide_enough_to_read() -> None:
+    """A wrapped cell breaks a word only when it is longer than the cell (``overflow-wrap:anywhere``): each has a
+    least width, so a table does not squeeze a column until its words break ("idempoten/t"); the reasons' is
+    wider."""
+    tool = types.Tool(name="t", description="idempotent " * 40, inputSchema=DRAFT_07)
+    with pj.connect(served(tool)) as session:
+        html = session.catalog._repr_mimebundle_()["text/html"]
+    styles = re.findall(r"<td style='([^']*)'", html)
+    wrapped = [style for style in styles if "white-space:pre-wrap" in style]
+    assert len(wrapped) == 2 and all(re.search(r"min-width:\d+em", style) for style in wrapped), wrapped
+    assert "word-break:break-all" not in html
+    assert wrapped[-1].endswith(f"min-width:{REASONS_MIN_WIDTH}") and int(REASONS_MIN_WIDTH[:-2]) >= 16
 
 
 # --- hints that lead to a fix --------------------------------------------------------------------------------

@@ -58,6 +58,20 @@ def test_scripts_docs_builds_the_site_with_the_notebooks_executed(tmp_path: Path
     for magic in ("%mcp_connect", "%mcp_call", "%%mcp_call", "%mcp_evaluate", "%mcp_disconnect", "--expect-digest"):
         assert magic in magics, magic
     assert "McpMagics.approval" in magics
+    assert not machine_paths(out), machine_paths(out)
+
+
+def machine_paths(site: Path) -> list[str]:
+    """Each built file (a page, a notebook copy, a search index) that holds an absolute path of the machine that
+    built it: the checkout's, the environment's or the home directory's (the kit shows ``{sys.executable}`` as
+    ``python``, so a published page does not carry the builder's paths), with the path it holds."""
+    paths = {str(ROOT.resolve()), str(ROOT), sys.prefix, str(Path(sys.executable).parent), str(Path.home())} - {"/"}
+    found = []
+    for file in sorted(site.rglob("*")):
+        if file.is_file() and ".doctrees" not in file.parts and file.suffix in (".html", ".ipynb", ".js", ".txt"):
+            text = file.read_text(errors="replace")
+            found += [f"{file.relative_to(site)}: {path}" for path in sorted(paths) if path in text]
+    return found
 
 
 def test_the_guide_lists_the_frames_real_columns() -> None:

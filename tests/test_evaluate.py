@@ -50,6 +50,28 @@ def test_a_reads_rows_carry_no_effect_and_a_writes_say_theirs(demo: pj.McpSessio
     assert writes["effect_state"].tolist() == ["committed"]
 
 
+def test_a_batchs_text_shows_its_tabs_and_line_breaks_as_whitespace_still_escaped(demo: pj.McpSession, ip: Any) -> None:
+    """pandas writes a tab and a line break in a cell as ``\\t`` and ``\\n``: a frame the kit returns is shown in the
+    kit's HTML instead (after ``%load_ext purra_jupyter``), each value in a pre-wrap cell, escaped, an override made
+    visible; a frame filtered from it too; any other frame keeps pandas' HTML."""
+    said = "a\tb\n<b>c</b> \u202eRLO"
+    frame = demo.evaluate("echo", [{"text": said}, {"text": "plain"}], approve=True)
+    for shown in (frame, frame[frame["ok"]], frame[["text"]]):
+        html = ip.display_formatter.format(shown)[0]["text/html"]
+        assert "a\tb\n&lt;b&gt;c&lt;/b&gt; \\u202eRLO" in html, html  # the tab and line break as they are
+        assert "<b>" not in html and "\u202e" not in html
+        cell = re.search(r"<td style='([^']*)'>a\tb", html)
+        assert cell is not None and "white-space:pre-wrap" in cell.group(1), html
+    assert "\\t" not in ip.display_formatter.format(frame[["text"]])[0]["text/html"]  # (``structured``: its repr)
+    assert frame.loc[0, "text"] == said  # the data is the server's, unchanged
+    pending = demo.evaluate("echo", [{"text": said}])  # approved by a click: the record the cell keeps holds it so
+    pending.approve()
+    wait_until(lambda: pending.state == "done", what="the batch")
+    assert "a\tb\n&lt;b&gt;c&lt;/b&gt; \\u202eRLO" in pending._repr_mimebundle_()["text/html"]
+    theirs = pd.DataFrame({"t": ["a\tb"]})
+    assert ip.display_formatter.format(theirs)[0]["text/html"] == theirs._repr_html_()  # pandas' own, as before
+
+
 def test_the_table_reads_as_a_table(demo: pj.McpSession) -> None:
     """Nullable dtypes, so nothing reads as a Python value: an argument some rows leave out stays an integer,
     an ok row's error_code is <NA> (not the word None), text is one string, a row never sent has no time."""
@@ -236,7 +258,7 @@ def test_one_approval_widget_covers_the_batch(demo: pj.McpSession) -> None:
     record = pending._repr_mimebundle_()  # the cell's output once settled: decision, summary, then the table
     assert "application/vnd.jupyter.widget-view+json" not in record
     html = record["text/html"]
-    assert html.index("purra-decision") < html.index("purra-evaluation") < html.index('class="dataframe')
+    assert html.index("purra-decision") < html.index("purra-evaluation") < html.index("<table class='dataframe")
     assert record["text/plain"].startswith("approved (approved by a click) at ")
     [bar, counts] = pending.widget.children[2].children
     assert bar.value == bar.max == 7  # the 7 rows sent: the refused row is no progress

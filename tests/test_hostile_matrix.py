@@ -37,6 +37,7 @@ from purra_jupyter._base.egress import cell_text
 from purra_jupyter._base.surfaces import CELL_TEXT, CLI, DATA, FILE, HTML, SURFACES, WIRE
 from purra_jupyter._connection.questions import ELICITATION, SAMPLING
 from purra_jupyter._ui.questions import QuestionWidget, question_bundle, sampling_reply
+from purra_jupyter.magics import frame_formatter
 
 UNTRUSTED = SERVERS / "untrusted_server.py"
 # A DataFrame the kit returns: the person's data, its values exactly the server's; pandas escapes its HTML.
@@ -57,6 +58,10 @@ HOSTILE = (
     "raw={secret} json={secret_json} url={secret_url}" + FORGED
 )
 OBJECT = {"type": "object", "properties": {"x": {"type": "string"}}, "additionalProperties": False}
+# A reason three tools give (a property name with a forged workflow command, and a default): the catalog shows it
+# once, naming the tools, one of them named in markup, an override and the secret.
+SHARED = {"type": "object", "properties": {f"a{FORGED}": {"type": "string", "default": "x"}}}
+SHARED_NAME = "<img src=x onerror=window.__pwned=1>\u202e{secret}"
 NUMBERS = {"type": "object", "properties": {"n": {"type": "number"}, "k": {"type": "number"}},
            "required": ["n", "k"], "additionalProperties": False}  # fmt: skip
 # fmt: off
@@ -66,10 +71,10 @@ PLAN: dict[str, Any] = {
     "tools": [
         {"name": "speak", "title": HOSTILE, "description": HOSTILE,
          "inputSchema": {**OBJECT, "properties": {"x": {"type": "string", "title": HOSTILE, "description": HOSTILE}}}},
-        {"name": "leak {secret}", "description": "a name holding the secret", "inputSchema": OBJECT},
+        {"name": "leak {secret}", "description": "a name holding the secret", "inputSchema": SHARED},
         {"name": "fails", "description": "fails with the secret in its error", "inputSchema": OBJECT},
-        {"name": "forged", "description": "a property name its verdict's reason quotes",
-         "inputSchema": {"type": "object", "properties": {f"a{FORGED}": {"type": "string", "default": "x"}}}},
+        {"name": "forged", "description": "a property name its verdict's reason quotes", "inputSchema": SHARED},
+        {"name": SHARED_NAME, "description": "among the tools of a shared reason", "inputSchema": SHARED},
         {"name": "numbers", "description": "echoes its arguments as they arrived", "inputSchema": NUMBERS},
     ],
     "calls": {"speak": "say", "fails": "leak-rpc-error", "numbers": "raw-echo"},
@@ -203,6 +208,8 @@ def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
         answers = {"sampling": answering(SAMPLING, sampling_reply("ok")),
                    "elicitation": answering(ELICITATION, {"action": "decline"})}  # fmt: skip
         with pj.connect(config, approval="prompt", record=True, **answers) as s:
+            groups = [[tool.name for tool in group.tools] for group in s.catalog.shared_reasons]
+            assert any(len(names) == 3 and "\u202e" in "".join(names) for names in groups), groups  # grouped below
             shown.bundle("catalog", s.catalog._repr_mimebundle_(), "catalog")
             shown.add("catalog", CELL_TEXT, repr(s.catalog), "repr(catalog)")
             shown.add("catalog", FRAME, s.catalog.to_frame()._repr_html_(), "catalog frame")
@@ -267,6 +274,8 @@ def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
             summary = frame.attrs["summary"]
             shown.bundle("batch", summary._repr_mimebundle_(), "summary")
             shown.add("batch", FRAME, frame._repr_html_(), "frame")
+            for kit_frame, where in ((frame, "batch"), (s.catalog.to_frame(), "catalog"), (s.log.to_frame(), "log")):
+                shown.add("frames", HTML, frame_formatter(kit_frame), f"the kit's HTML of the {where} frame")
             shown.add("chart", CELL_TEXT, repr(summary.chart), "latency chart")
             shown.bundle("chart", s.catalog.refusal_chart()._repr_mimebundle_(), "refusal chart")
             shown.add("checkpoint", FILE, checkpoint.read_text(encoding="utf-8"), "checkpoint file")
@@ -443,6 +452,7 @@ ROWS: dict[str, dict[str, Row]] = {
     "forms": row(links=links_absent, approval_fidelity=FIDELITY),
     "view": {attack: Elsewhere(VIEWS, "a hostile view of a test server, in JupyterLab") for attack in ATTACKS},
     "batch": row(crafted_files=CRAFTED, approval_fidelity=FIDELITY),
+    "frames": row(),
     "replay": row(crafted_files=CRAFTED),
     "chart": row(markup=NO_HTML),
     "authorization": {attack: Elsewhere(OAUTH, "an authorization server's hostile address") for attack in ATTACKS},

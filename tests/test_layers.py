@@ -35,6 +35,7 @@ LAYERS = [
         "_base.charts",
         "_base.untrusted",
         "_base.egress",
+        "_base.frames",
         "_base.surfaces",
     ),
     ("_base.config",),

@@ -305,6 +305,23 @@ def test_connect_shows_the_status_line_and_one_line_about_the_catalog(
         session.close()
 
 
+def test_the_kernels_own_python_is_shown_as_python_not_as_its_path(
+    ip: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``{sys.executable}`` runs this interpreter, whose path is one machine's (a home, a checkout, a venv): what the
+    connect prints, the session's info, its status and its log show ``python`` instead."""
+    capsys.readouterr()
+    session = ip.run_line_magic("mcp_connect", STDIO_DEMO)
+    try:
+        shown = [capsys.readouterr().out, session._repr_mimebundle_()["text/html"], session.status_widget().value]
+        shown += [str(session.log.to_frame())]
+        for text in shown:
+            assert "stdio: python -m purra_jupyter.demo" in text or "stdio python -m purra_jupyter.demo" in text, text
+            assert sys.executable not in text and sys.prefix not in text, text
+    finally:
+        session.close()
+
+
 def test_evaluate_runs_a_batch_from_a_variable(
     ip: InteractiveShell, demo: pj.McpSession, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from markupsafe import Markup
 
 import purra_jupyter as pj
+from purra_jupyter._base.frames import frame_html
 from purra_jupyter._base.markup import (
     CELL,
     DOCTYPE,
@@ -110,9 +111,11 @@ def test_the_helpers() -> None:
     wrapped = "white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere;text-align:left"  # between words
     assert pre(HOSTILE) == f"<pre style='{wrapped}'>&lt;img src=x onerror=alert(1)&gt;</pre>"
     assert th("<h>") == f"<th style='{CELL}'>&lt;h&gt;</th>"
-    assert td("v", wrapped=True) == f"<td style='{WRAPPED_CELL}'>v</td>"
+    wrapped_cell = f"{WRAPPED_CELL};min-width:10em"  # never squeezed until its words break
+    assert td("v", wrapped=True) == f"<td style='{wrapped_cell}'>v</td>"
+    assert td("v", wrapped=True, min_width="16em") == f"<td style='{WRAPPED_CELL};min-width:16em'>v</td>"
     assert key_value_table([("k<", "v'")], "purra-x") == (
-        f"<table class='purra-x'><tr><th style='{CELL}'>k&lt;</th><td style='{WRAPPED_CELL}'>v&#x27;</td></tr></table>"
+        f"<table class='purra-x'><tr><th style='{CELL}'>k&lt;</th><td style='{wrapped_cell}'>v&#x27;</td></tr></table>"
     )
     rows = [tag("tr", td("1"), td(HOSTILE, wrapped=True))]
     html = table(["a", "<b>"], rows, "purra-log")
@@ -227,3 +230,14 @@ def test_the_scan_finds_what_it_is_for() -> None:
         "a tag in a string",
         "Html(...) trusts a string (use tag, or markup.trusted)",
     ]
+
+
+def test_a_long_frame_shows_its_first_and_last_rows_as_pandas_would() -> None:
+    """``frame_html`` keeps pandas' ``display.max_rows`` and ``min_rows``: past the first, the second's head, tail."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"text": [f"row {number}\tend" for number in range(100)]})
+    html = frame_html(frame, 60, 10)
+    assert "row 4\tend" in html and "row 95\tend" in html and "row 5\t" not in html and "row 94\t" not in html
+    assert html.count("<tr>") == 1 + 10 + 1 and ">…</td>" in html and "100 rows × 1 columns" in html
+    assert "row 50\tend" in frame_html(frame.head(60), 60, 10)

@@ -48,6 +48,7 @@ PUBLIC = {
     "SchemaForm",
     "SessionLog",
     "SessionStatus",
+    "SharedReason",
     "ToolApp",
     "ToolVerdict",
     "Transcript",

@@ -1,7 +1,9 @@
 /**
  * The catalog view: a server's tools with PurrA's verdicts, a text search over names and descriptions and a
- * verdict filter (composed), and each tool's schemas as folded JSON. It fits its area: a fixed table layout
- * whose cells wrap anywhere, so a long unbroken name or description never widens it.
+ * verdict filter (composed), each tool's schemas as folded JSON, and a reason several tools give shown once below
+ * the table, naming them (the payload's `sharedReasons`, grouped by `shared_reasons` in catalog.py). It fits its
+ * area: the table is as wide as its area, and each column has a least width (`catalogColumns`) that its words fit
+ * in, so they wrap between words; only a word longer than its column (a long unbroken name) breaks inside.
  */
 
 import { CLASS, JSONObject, Trans, asArray, asObject, asText, el, isolated, label, plural, text } from './dom';
@@ -16,18 +18,33 @@ export type Verdicts = { readonly callable: string; readonly notCallable: string
 /** The verdict filter's values. */
 export type Filter = 'all' | 'callable' | 'blocked';
 
-/** The columns, each with its share of the table's width (they add up to 100). */
+/**
+ * The columns, each with its least width in `em`: wide enough for the words it holds (a tool's name and title,
+ * "destructive,", "callable", "bindable", a reason's words), together within the output of a 950 px notebook area;
+ * the table shares the rest by content. (An opened schema's tree is JSON in a narrow column: a long key may still
+ * break inside.)
+ */
 export function catalogColumns(trans: Trans): ReadonlyArray<[string, number]> {
   return [
-    [trans.__('tool'), 15],
-    [trans.__('title'), 9],
-    [trans.__('description'), 20],
-    [trans.__('verdict'), 11],
-    [trans.__('schemas'), 13],
-    [trans.__('binding'), 9],
-    [trans.__('hints'), 9],
+    [trans.__('tool'), 11],
+    [trans.__('description'), 9],
+    [trans.__('verdict'), 5],
+    [trans.__('schemas'), 8],
+    [trans.__('binding'), 5],
+    [trans.__('hints'), 6],
     [trans.__('reasons'), 14]
   ];
+}
+
+/** A reason several tools give, shown once below the table: the reason and the tools' names. */
+export type SharedReason = { readonly reason: string; readonly tools: ReadonlyArray<string> };
+
+/** The payload's `sharedReasons` (none in a catalog saved before they were grouped: each row then shows all). */
+export function sharedReasons(data: JSONObject): ReadonlyArray<SharedReason> {
+  return asArray(data.sharedReasons).map(group => {
+    const shared = asObject(group) ?? {};
+    return { reason: asText(shared.reason), tools: asArray(shared.tools).map(asText) };
+  });
 }
 
 /** The filter's options: every tool, then a verdict's tools. */
@@ -71,7 +88,10 @@ export function drawCatalog(node: HTMLElement, data: JSONObject, trans: Trans): 
     node.appendChild(el('p', CLASS.error, `${label(data, 'dropped')}: ${dropped.join(', ')}`));
   }
 
-  const rows = tools.map(tool => ({ tool, row: toolRow(tool, verdicts, trans) }));
+  const groups = sharedReasons(data);
+  const shared = new Set(groups.map(group => group.reason));
+  const sharedBelow = label(data, 'sharedBelow');
+  const rows = tools.map(tool => ({ tool, row: toolRow(tool, verdicts, trans, { shared, sharedBelow }) }));
   const search = el('input', CLASS.search);
   search.type = 'search';
   search.placeholder = trans.__('search names and descriptions');
@@ -107,7 +127,27 @@ export function drawCatalog(node: HTMLElement, data: JSONObject, trans: Trans): 
       trans
     )
   );
+  const names = new Map(tools.map(tool => [asText(tool.tool), asText(tool.shown_name ?? tool.tool)]));
+  for (const group of groups) {
+    node.appendChild(sharedSection(group, label(data, 'sharedBy'), names));
+  }
   apply();
+}
+
+/** `Shared by 13 tools: a, b, c`, each name as code (a bidirectional isolate), then the reason once. */
+export function sharedSection(group: SharedReason, sharedBy: string, names: ReadonlyMap<string, string>): HTMLElement {
+  const section = el('div', CLASS.sharedReason);
+  const heading = el('p');
+  heading.appendChild(el('b', undefined, `${sharedBy} ${group.tools.length} tools:`));
+  group.tools.forEach((tool, index) => {
+    heading.appendChild(text(index === 0 ? ' ' : ', '));
+    heading.appendChild(isolated(el('code', undefined, names.get(tool) ?? tool)));
+  });
+  section.appendChild(heading);
+  const list = el('ul');
+  list.appendChild(el('li', undefined, group.reason));
+  section.appendChild(list);
+  return section;
 }
 
 function summary(data: JSONObject, tools: ReadonlyArray<JSONObject>): HTMLElement {
@@ -126,21 +166,17 @@ function summary(data: JSONObject, tools: ReadonlyArray<JSONObject>): HTMLElemen
   return line;
 }
 
-/** The table, its column widths fixed (`table-layout: fixed` in base.css), so its width is its area's. */
+/** The table, each column at least its least width (the header cell's `min-width`), its own as wide as its area. */
 export function catalogTable(rows: ReadonlyArray<HTMLTableRowElement>, trans: Trans): HTMLTableElement {
   const table = el('table', `${CLASS.table} ${CLASS.catalogTable}`);
-  const columns = catalogColumns(trans);
-  const group = el('colgroup');
   const head = el('thead');
   const headRow = el('tr');
-  for (const [name, share] of columns) {
-    const col = el('col');
-    col.style.width = `${share}%`;
-    group.appendChild(col);
-    headRow.appendChild(el('th', undefined, name));
+  for (const [name, least] of catalogColumns(trans)) {
+    const th = el('th', undefined, name);
+    th.style.minWidth = `${least}em`;
+    headRow.appendChild(th);
   }
   head.appendChild(headRow);
-  table.appendChild(group);
   table.appendChild(head);
   const body = el('tbody');
   for (const row of rows) {
@@ -157,8 +193,16 @@ const HINTS: ReadonlyArray<[string, string]> = [
   ['open_world_hint', 'open-world']
 ];
 
+/** The reasons shown once below the table, and the words a row says of its own that are among them. */
+export type Shared = { readonly shared: ReadonlySet<string>; readonly sharedBelow: string };
+
 /** One tool's row; every cell's text is the server's, drawn as text. */
-export function toolRow(tool: JSONObject, verdicts: Verdicts, trans: Trans): HTMLTableRowElement {
+export function toolRow(
+  tool: JSONObject,
+  verdicts: Verdicts,
+  trans: Trans,
+  shared: Shared = { shared: new Set(), sharedBelow: '' }
+): HTMLTableRowElement {
   const row = el('tr');
   const cell = (content?: string): HTMLTableCellElement => row.appendChild(el('td', undefined, content));
   const name = cell();
@@ -167,7 +211,10 @@ export function toolRow(tool: JSONObject, verdicts: Verdicts, trans: Trans): HTM
   if (warning) {
     name.appendChild(el('div', CLASS.nameWarning, `⚠ name ${warning}`));
   }
-  cell(asText(tool.title));
+  const title = asText(tool.title);
+  if (title) {
+    name.appendChild(el('div', CLASS.muted, title)); // (under the name: a column of its own would be too narrow)
+  }
   cell().appendChild(description(asText(tool.description)));
   const callable = tool.callable === true;
   const badgeClass = `${CLASS.badge} ${callable ? CLASS.ok : CLASS.error}`;
@@ -175,7 +222,7 @@ export function toolRow(tool: JSONObject, verdicts: Verdicts, trans: Trans): HTM
   schemasCell(cell(), tool, trans);
   cell(bindingText(tool, trans));
   cell(hintsText(tool));
-  reasonsCell(cell(), asArray(tool.reasons).map(asText));
+  reasonsCell(cell(), asArray(tool.reasons).map(asText), shared);
   return row;
 }
 
@@ -229,17 +276,24 @@ function hintsText(tool: JSONObject): string {
   return hints.join(', ');
 }
 
-function reasonsCell(td: HTMLTableCellElement, reasons: ReadonlyArray<string>): void {
+/** The tool's own reasons, folded; then how many of its reasons are shown once below (`+ 2 shared, below`). */
+function reasonsCell(td: HTMLTableCellElement, reasons: ReadonlyArray<string>, { shared, sharedBelow }: Shared): void {
   if (reasons.length === 0) {
     td.textContent = '—';
     return;
   }
-  const details = el('details');
-  details.appendChild(el('summary', undefined, plural(reasons.length, 'reason')));
-  const list = el('ul');
-  for (const reason of reasons) {
-    list.appendChild(el('li', undefined, reason));
+  const own = reasons.filter(reason => !shared.has(reason));
+  if (own.length > 0) {
+    const details = el('details');
+    details.appendChild(el('summary', undefined, plural(own.length, 'reason')));
+    const list = el('ul');
+    for (const reason of own) {
+      list.appendChild(el('li', undefined, reason));
+    }
+    details.appendChild(list);
+    td.appendChild(details);
   }
-  details.appendChild(list);
-  td.appendChild(details);
+  if (own.length < reasons.length) {
+    td.appendChild(el('div', CLASS.muted, `+ ${reasons.length - own.length} ${sharedBelow}`));
+  }
 }

@@ -42,6 +42,7 @@ export const CLASS = {
   filter: 'jp-PurraRenderer-filter',
   search: 'jp-PurraCatalog-search',
   schemas: 'jp-PurraCatalog-schemas',
+  sharedReason: 'jp-PurraCatalog-sharedReason',
   tree: 'jp-PurraRenderer-tree',
   treeKey: 'jp-PurraRenderer-treeKey',
   treeLeaf: 'jp-PurraRenderer-treeLeaf',

@@ -1,5 +1,5 @@
 import { DESCRIPTION_LIMIT, catalogColumns, drawCatalog, matches, passes } from '../src/catalog';
-import { untranslated } from '../src/dom';
+import { JSONObject, untranslated } from '../src/dom';
 
 const XSS_IMG = '<img src=x onerror=window.__pwned=1>';
 
@@ -26,7 +26,14 @@ const TOOLS = [
     output_schema: null,
     reasons: ['name: not a name PurrA binds']
   },
-  { tool: 'greet', shown_name: 'greet', description: 'Say hello to someone.', callable: false, reasons: ['r1', 'r2'] }
+  {
+    tool: 'greet',
+    shown_name: 'greet',
+    title: 'Greeter',
+    description: 'Say hello to someone.',
+    callable: false,
+    reasons: ['r1', 'r2']
+  }
 ];
 
 function drawn(): HTMLElement {
@@ -64,10 +71,17 @@ describe('drawCatalog', () => {
     expect(visibleNames(node)).toEqual(['search_documents', XSS_IMG, 'greet']);
   });
 
-  it('lays the table out in fixed column widths that fill its area', () => {
-    const widths = Array.from(drawn().querySelectorAll('col')).map(col => col.style.width);
+  it('gives each column a least width its words fit in, the reasons the widest, within a 950 px area', () => {
+    const widths = Array.from(drawn().querySelectorAll('thead th')).map(th => (th as HTMLElement).style.minWidth);
     expect(widths).toHaveLength(catalogColumns(untranslated).length);
-    expect(widths.reduce((sum, width) => sum + parseFloat(width), 0)).toBe(100);
+    expect(widths.every(width => /^\d+(\.\d+)?em$/.test(width))).toBe(true);
+    const ems = widths.map(parseFloat);
+    expect(ems[ems.length - 1]).toBe(Math.max(...ems));
+    expect(ems[ems.length - 1]).toBeGreaterThanOrEqual(14);
+    expect(Math.min(...ems)).toBeGreaterThanOrEqual(4); // "callable", "bindable": a word of the kit's own, whole
+    // within the output of a 950 px notebook area (its prompt, 64 px, aside): 13 px text, 8 px of padding a cell
+    expect(ems.reduce((sum, em) => sum + em, 0) * 13 + 8 * ems.length).toBeLessThanOrEqual(950 - 64 - 40);
+    expect(drawn().querySelector('col')).toBeNull(); // no fixed shares that squeeze a column
   });
 
   it('narrows the rows by the search and the verdict filter together', () => {
@@ -104,5 +118,53 @@ describe('drawCatalog', () => {
     const [, second, third] = Array.from(drawn().querySelectorAll('tbody tr'));
     expect(second.querySelector('details summary')?.textContent).toHaveLength(DESCRIPTION_LIMIT);
     expect(third.lastElementChild?.querySelector('summary')?.textContent).toBe('2 reasons');
+    expect(third.firstElementChild?.textContent).toBe('greetGreeter'); // the title under the name
+  });
+});
+
+const BIDI_NAME = 'leak tok-9d4\u202egnp.exe';
+const SHARED = 'inputSchema.$schema: declares <img src=x onerror=window.__pwned=1> \u202eRLO';
+
+function sharedCatalog(labels: JSONObject = { sharedBy: 'Shared by', sharedBelow: 'shared, below' }): HTMLElement {
+  const tools = [XSS_IMG, BIDI_NAME, 'plain'].map(name => ({
+    tool: name,
+    shown_name: name === BIDI_NAME ? 'leak tok-9d4\\u202egnp.exe' : name,
+    callable: false,
+    reasons: name === 'plain' ? [SHARED, 'own reason'] : [SHARED]
+  }));
+  const node = document.createElement('div');
+  const sharedReasons = [{ reason: SHARED, tools: [XSS_IMG, BIDI_NAME, 'plain'] }];
+  drawCatalog(node, { server: 'demo', digest: 'f'.repeat(64), tools, sharedReasons, labels }, untranslated);
+  return node;
+}
+
+describe('a reason several tools give', () => {
+  it('is shown once below the table, naming its tools, and each row counts it', () => {
+    const node = sharedCatalog();
+    const sections = node.querySelectorAll('.jp-PurraCatalog-sharedReason');
+    expect(sections).toHaveLength(1);
+    expect(sections[0].querySelector('b')?.textContent).toBe('Shared by 3 tools:');
+    const names = Array.from(sections[0].querySelectorAll('code'));
+    expect(names.map(name => name.textContent)).toEqual([XSS_IMG, 'leak tok-9d4\\u202egnp.exe', 'plain']);
+    expect(names.every(name => name.dir === 'auto')).toBe(true); // isolated: a name reorders nothing after it
+    const shown = node.textContent ?? '';
+    expect(shown.split('inputSchema.$schema').length - 1).toBe(1);
+    expect(shown).toContain('\\u202eRLO'); // the reason's override shown as its escape, never applied
+    expect(shown).not.toContain('\u202e');
+    expect(node.querySelector('img')).toBeNull();
+    const cells = Array.from(node.querySelectorAll('tbody tr')).map(row => row.lastElementChild as HTMLElement);
+    expect(cells.map(cell => cell.querySelector('.jp-PurraRenderer-muted')?.textContent)).toEqual(
+      Array(3).fill('+ 1 shared, below')
+    );
+    expect(cells[2].querySelector('summary')?.textContent).toBe('1 reason');
+    expect(cells[2].querySelector('li')?.textContent).toBe('own reason');
+    expect(cells[0].querySelector('details')).toBeNull();
+  });
+
+  it('is shown on each row of a catalog saved before reasons were grouped', () => {
+    const node = document.createElement('div');
+    drawCatalog(node, { server: 'demo', digest: 'f', tools: [{ tool: 'a', reasons: [SHARED] }] }, untranslated);
+    expect(node.querySelector('.jp-PurraCatalog-sharedReason')).toBeNull();
+    expect(node.querySelector('tbody li')?.textContent).toContain('inputSchema.$schema');
   });
 });

@@ -14,6 +14,7 @@ import ipaddress
 import json
 import math
 import re
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -77,6 +78,16 @@ def redact_url(url: str) -> str:
         port = ""
     query = "&".join(f"{pair.split('=', 1)[0]}={REDACTED}" for pair in parts.query.split("&") if pair)
     return f"{parts.scheme}://{host}{port}{parts.path}" + (f"?{query}" if query else "")
+
+
+KERNEL_PYTHON = "python"  # how the kit shows the interpreter it runs in
+
+
+def shown_program(command: str) -> str:
+    """``command`` as the kit shows it: this interpreter (``sys.executable``, what ``{sys.executable}`` expands to)
+    as ``python``, so a status line, a log or a saved notebook does not carry the path of one machine's
+    environment (its home, its checkout); any other program as written."""
+    return KERNEL_PYTHON if command == sys.executable else command
 
 
 def _query_values(url: str | None) -> list[str]:
@@ -299,9 +310,9 @@ class ServerConfig:
 
     @property
     def target(self) -> str:
-        """What the server is, safe to show: the command line or the redacted URL."""
+        """What the server is, safe to show: the command line (``shown_program``) or the redacted URL."""
         if self.command is not None:
-            return " ".join([self.command, *self.args])
+            return " ".join([shown_program(self.command), *self.args])
         if self.server is not None:
             return f"{type(self.server).__name__} in this process"
         return redact_url(self.url or "")

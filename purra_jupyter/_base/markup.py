@@ -29,9 +29,13 @@ from .visible import readable
 OK_COLOR = "var(--purra-ok-color, #1a7f37)"
 WARN_COLOR = "var(--purra-warn-color, #9a6700)"
 ERROR_COLOR = "var(--purra-error-color, #cf222e)"
-# The style of a table cell; a wrapped one breaks anywhere (a server's long word) and keeps its line breaks.
+# The style of a table cell; a wrapped one keeps its line breaks and wraps between words, breaking a word only
+# when it is longer than the cell is wide (a server's unbroken token). ``overflow-wrap:anywhere`` lets a table
+# squeeze such a column to one character (its words then break anywhere: "idempoten/t"), so a wrapped cell has a
+# least width, ``WRAPPED_MIN_WIDTH`` unless a column asks for more.
 CELL = "text-align:left;vertical-align:top;padding:2px 8px"
-WRAPPED_CELL = f"{CELL};white-space:pre-wrap;overflow-wrap:anywhere"
+WRAPPED_MIN_WIDTH = "10em"
+WRAPPED_CELL = f"{CELL};white-space:pre-wrap;overflow-wrap:anywhere;word-break:normal"
 
 _NAME = re.compile(r"[a-z][a-z0-9]*")
 _ATTRIBUTE = re.compile(r"[a-z][a-z0-9-]*")
@@ -99,9 +103,10 @@ def th(*children: str | None) -> Html:
     return tag("th", *children, style=CELL)
 
 
-def td(*children: str | None, wrapped: bool = False) -> Html:
-    """A data cell; ``wrapped`` for free text (a description, a detail, a server's value)."""
-    return tag("td", *children, style=WRAPPED_CELL if wrapped else CELL)
+def td(*children: str | None, wrapped: bool = False, min_width: str = WRAPPED_MIN_WIDTH) -> Html:
+    """A data cell; ``wrapped`` for free text (a description, a detail, a server's value), at least ``min_width``
+    wide (a CSS length) so that its words are not broken."""
+    return tag("td", *children, style=f"{WRAPPED_CELL};min-width:{min_width}" if wrapped else CELL)
 
 
 def table(columns: Iterable[str], rows: Iterable[Html], css_class: str | None = None) -> Html:
@@ -129,6 +134,7 @@ __all__ = [
     "OK_COLOR",
     "WARN_COLOR",
     "WRAPPED_CELL",
+    "WRAPPED_MIN_WIDTH",
     "Html",
     "escape",
     "join",

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .egress import CellText, bundle, cell_text
+from .frames import kit_frame
 from .markup import table, tag, td
 
 LOG_ROWS = 10_000
@@ -91,7 +92,7 @@ class SessionLog:
         import pandas as pd
 
         rows = [(row.time.astimezone(), row.event, row.detail) for row in self]  # the machine's local time
-        return pd.DataFrame(rows, columns=["time", "event", "detail"])
+        return kit_frame(pd.DataFrame(rows, columns=["time", "event", "detail"]))
 
     def __repr__(self) -> CellText:
         return cell_text(

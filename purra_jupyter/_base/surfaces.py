@@ -54,6 +54,7 @@ SURFACES: dict[str, Surface] = {
     "forms": Surface((HTML,), ("_ui.forms", "_ui.offering_forms")),
     "view": Surface((HTML, CELL_TEXT, DATA), ("_beside.views", "_ui.views")),
     "batch": Surface((HTML, CELL_TEXT), ("_evaluation.batches.EvaluationSummary", "_evaluation.batches")),
+    "frames": Surface((HTML,), ("_base.frames", "magics.frame_formatter")),
     "replay": Surface((HTML, CELL_TEXT), ("_evaluation.replays.ReplaySummary", "_evaluation.replays")),
     "chart": Surface((CELL_TEXT,), ("_base.charts.Chart", "_base.charts")),
     "authorization": Surface((HTML, CELL_TEXT), ("_ui.authorization",)),

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from .._base import runner
 from .._base.egress import CellText, bundle, cell_text
 from .._base.errors import McpSessionError
+from .._base.frames import kit_frame
 from .._base.markup import WARN_COLOR, Html, join, pre, table, tag, td
 from .._base.visible import one_line
 from .._base.wire import (
@@ -200,7 +201,7 @@ class Offerings:
         import pandas as pd
 
         spec = _SPECS[self.kind]
-        return pd.DataFrame(self.rows(), columns=list(spec.columns)).set_index(spec.key)
+        return kit_frame(pd.DataFrame(self.rows(), columns=list(spec.columns)).set_index(spec.key))
 
     def _count(self) -> str:
         """``7 resources``, ``1 prompt``."""

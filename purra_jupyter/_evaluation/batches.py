@@ -30,6 +30,7 @@ from .._base.changes import Observed
 from .._base.charts import Chart, image_html, latency_and_outcomes
 from .._base.egress import CellText, bundle, cell_text
 from .._base.errors import McpSessionError
+from .._base.frames import kit_frame
 from .._base.junit import Case, suite
 from .._base.markup import key_value_table, tag
 from .._base.visible import one_line
@@ -534,7 +535,7 @@ class Batch(Rows[RowEnd]):
         )
         out = pd.concat([inputs, results_frame.set_axis(self.frame.index)], axis=1)
         out.attrs["summary"] = self._summary(ends, columns)
-        return out
+        return kit_frame(out)
 
     def _summary(self, results: list[RowEnd], columns: dict[str, list[Any]]) -> EvaluationSummary:
         latencies = self._latencies(results)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .._base.config import Scrubber
 from .._base.egress import CellText, bundle, cell_text
 from .._base.errors import McpSessionError
+from .._base.frames import kit_frame
 from .._base.markup import key_value_table, tag
 from .._base.transcript import SavedTranscript, TranscriptMessage
 from .._base.visible import one_line, visible
@@ -257,7 +258,7 @@ class Replay(Rows[Result]):
         rows = [self._row(row, call) for row, call in enumerate(self.recorded)]
         frame = pd.DataFrame(rows, columns=list(REPLAY_COLUMNS))
         frame.attrs["summary"] = self._summary(rows)
-        return frame
+        return kit_frame(frame)
 
     def _row(self, row: int, call: RecordedCall) -> dict[str, Any]:
         result = self.results[row]

@@ -18,6 +18,7 @@ from .._base.app_rules import ToolApp
 from .._base.charts import Chart, refusal_reasons
 from .._base.egress import CellText, bundle, cell_text
 from .._base.errors import KEPT_APART
+from .._base.frames import kit_frame
 from .._base.markup import ERROR_COLOR, OK_COLOR, Html, join, table, tag, td
 from .._base.visible import name_warning, one_line, visible
 from .._base.wire import CATALOG_MIME
@@ -34,6 +35,9 @@ CALLABLE = "callable"
 NOT_CALLABLE = "not callable"
 CALLABLE_UNDER = "callable under PurrA"
 DROPPED = "Dropped bindings"
+SHARED_BY = "Shared by"  # a reason several tools give, shown once: "Shared by 13 tools: a, b, c"
+SHARED_BELOW = "shared, below"  # a tool's count of its reasons shown once with the shared ones
+SHARED_FROM = 2  # a reason given by this many tools or more is shown once, naming them
 FRAME_COLUMNS = [
     "name_warning",
     "title",
@@ -160,6 +164,36 @@ class ToolVerdict:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class SharedReason:
+    """One reason several tools give (a TypeScript server's ``$schema`` on every tool), shown once with their
+    names; each tool's own row, and the DataFrame, still hold it."""
+
+    reason: str
+    tools: tuple[ToolVerdict, ...]
+
+    @property
+    def heading(self) -> str:
+        """``Shared by 13 tools``: the words before the names."""
+        return f"{SHARED_BY} {len(self.tools)} tools"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tools' names as a person is shown them (``ToolVerdict.shown_name``)."""
+        return tuple(tool.shown_name for tool in self.tools)
+
+
+def shared_reasons(tools: Iterable[ToolVerdict]) -> tuple[SharedReason, ...]:
+    """The reasons ``SHARED_FROM`` or more tools give, most shared first (then in the order they first appear),
+    each with its tools in catalog order: the one grouping rule of the catalog's text, HTML and payload."""
+    givers: dict[str, list[ToolVerdict]] = {}
+    for tool in tools:
+        for reason in dict.fromkeys(tool.reasons):
+            givers.setdefault(reason, []).append(tool)
+    shared = [SharedReason(reason, tuple(by)) for reason, by in givers.items() if len(by) >= SHARED_FROM]
+    return tuple(sorted(shared, key=lambda group: -len(group.tools)))
+
+
 @dataclass(frozen=True)
 class Catalog:
     """Every tool a server listed, with verdicts; a snapshot at one catalog revision."""
@@ -180,6 +214,24 @@ class Catalog:
     def _by_name(self) -> dict[str, ToolVerdict]:
         """The tools by name, made on first use (every call looks its tool up, some several times)."""
         return {tool.name: tool for tool in self.tools}
+
+    @functools.cached_property
+    def shared_reasons(self) -> tuple[SharedReason, ...]:
+        """The reasons several tools give, each shown once (``shared_reasons``)."""
+        return shared_reasons(self.tools)
+
+    @functools.cached_property
+    def _shared(self) -> frozenset[str]:
+        return frozenset(group.reason for group in self.shared_reasons)
+
+    def own_reasons(self, tool: ToolVerdict) -> tuple[str, ...]:
+        """``tool``'s reasons that no other tool gives (the rest are shown once, with ``shared_reasons``)."""
+        return tuple(reason for reason in tool.reasons if reason not in self._shared)
+
+    def shared_note(self, tool: ToolVerdict) -> str | None:
+        """What ``tool``'s row says of its reasons shown with the shared ones (``+ 2 shared, below``), if any."""
+        shared = sum(reason in self._shared for reason in tool.reasons)
+        return f"+ {shared} {SHARED_BELOW}" if shared else None
 
     @functools.cached_property
     def labels(self) -> dict[str, str]:
@@ -208,7 +260,7 @@ class Catalog:
         import pandas as pd
 
         frame = pd.DataFrame([tool.row() for tool in self.tools], columns=["tool", *FRAME_COLUMNS])
-        return frame.convert_dtypes().set_index("tool")  # nullable dtypes: a missing hint is <NA>, not NaN
+        return kit_frame(frame.convert_dtypes().set_index("tool"))  # nullable dtypes: a missing hint is <NA>, not NaN
 
     def diff(self, other: Catalog) -> pd.DataFrame:
         """What changed from this catalog to ``other``: one row per added, removed or changed tool."""
@@ -236,6 +288,10 @@ class Catalog:
             "digest": self.digest,
             "note": self.note,
             "dropped": list(self.dropped),
+            # (each tool's "reasons" below still holds all of its reasons: this says which to show once)
+            "sharedReasons": [
+                {"reason": group.reason, "tools": [tool.name for tool in group.tools]} for group in self.shared_reasons
+            ],
             "tools": [
                 {
                     **tool.row(),
@@ -265,14 +321,18 @@ class Catalog:
             verdict = CALLABLE if tool.callable else NOT_CALLABLE
             bound = f" (bound as {tool.bound_label})" if tool.bound_as else ""
             lines.append(f"  {tool.label}: {verdict}{bound}")
-            lines.extend(f"      {reason}" for reason in tool.reasons)
+            note = self.shared_note(tool)
+            lines.extend(f"      {reason}" for reason in [*self.own_reasons(tool), *([note] if note else [])])
+        for group in self.shared_reasons:
+            lines.append(f"  {group.heading}: {', '.join(group.names)}")
+            lines.append(f"      {group.reason}")
         return cell_text("\n".join(lines))
 
     def _repr_html_table(self) -> Html:
         rows = []
         for tool in self.tools:
             badge = _badge(CALLABLE, OK_COLOR) if tool.callable else _badge(NOT_CALLABLE, ERROR_COLOR)
-            reasons = tag("ul", join(tag("li", reason) for reason in tool.reasons))
+            reasons = self._reasons_html(tool)
             rows.append(
                 tag(
                     "tr",
@@ -284,13 +344,31 @@ class Catalog:
                     td(tool.output_verdict),
                     td(tool.bindable_as),
                     td(tool.bound_label),
-                    td(reasons, wrapped=True),
+                    td(reasons, wrapped=True, min_width=REASONS_MIN_WIDTH),
                 )
             )
         note = tag("p", self.note) if self.note else None
         dropped = tag("p", f"{DROPPED}: {', '.join(self.dropped)}") if self.dropped else None
         summary = tag("p", tag("b", self.summary))
-        return tag("div", summary, note, dropped, table(_HTML_COLUMNS, rows), class_="purra-catalog")
+        shared = join(self._shared_html(group) for group in self.shared_reasons)
+        return tag("div", summary, note, dropped, table(_HTML_COLUMNS, rows), shared, class_="purra-catalog")
+
+    def _reasons_html(self, tool: ToolVerdict) -> Html:
+        own = self.own_reasons(tool)
+        note = self.shared_note(tool)
+        return join(
+            [
+                tag("ul", join(tag("li", reason) for reason in own)) if own else None,
+                tag("div", note, style="font-style:italic") if note else None,
+            ]
+        )
+
+    @staticmethod
+    def _shared_html(group: SharedReason) -> Html:
+        names = join((tag("code", name, class_="purra-tool-name") for name in group.names), ", ")
+        heading = tag("p", tag("b", f"{group.heading}:"), " ", names, class_="purra-shared-reason")
+        # (outside the table: a long unbroken name or reason breaks inside rather than widen the output)
+        return tag("div", heading, tag("ul", tag("li", group.reason)), style="overflow-wrap:anywhere")
 
     def refusal_chart(self) -> Chart:
         """Why tools are not callable, as a picture: one bar per keyword a reason names (``$schema``, ``default``
@@ -319,13 +397,21 @@ def reason_keyword(reason: str) -> str:
 
 def catalog_labels() -> dict[str, str]:
     """The fixed words a catalog payload carries for the labextension."""
-    return {"callable": CALLABLE, "notCallable": NOT_CALLABLE, "callableUnder": CALLABLE_UNDER, "dropped": DROPPED}
+    return {
+        "callable": CALLABLE,
+        "notCallable": NOT_CALLABLE,
+        "callableUnder": CALLABLE_UNDER,
+        "dropped": DROPPED,
+        "sharedBy": SHARED_BY,
+        "sharedBelow": SHARED_BELOW,
+    }
 
 
 _HTML_COLUMNS = ("tool", "title", "description", "verdict", "input", "output", "bindable as", "bound as", "reasons")
 
 
 TITLE_CHARS = 120  # a server's title shown on one line
+REASONS_MIN_WIDTH = "16em"  # the reasons column's least width: a reason's words (and paths) read whole
 
 
 def name_html(tool: ToolVerdict, style: str | None = None) -> Html:
@@ -374,6 +460,7 @@ __all__ = [
     "NONE",
     "UNSUPPORTED",
     "Catalog",
+    "SharedReason",
     "ToolVerdict",
     "default_local_name",
     "digest_of",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.egress import CellText, bundle, cell_text
 from .._base.errors import McpSessionError
+from .._base.frames import kit_frame
 from .._base.markup import ERROR_COLOR, OK_COLOR, Html, join, pre, table, tag, td
 from .._base.visible import visible
 from .._base.wire import COMMITTED, ENVELOPE_MIME, NOT_STARTED, NOT_TABULAR, RAW_RESULT_MIME, UNKNOWN
@@ -110,7 +111,7 @@ def _frame(value: Any, what: str) -> pd.DataFrame:
         raise McpSessionError(
             NOT_TABULAR, f"The structured content of {what} is neither an object nor a list of records."
         )
-    return pd.DataFrame.from_records(records)
+    return kit_frame(pd.DataFrame.from_records(records))
 
 
 @dataclass(frozen=True, slots=True)

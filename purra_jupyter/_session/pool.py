@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .._base.config import ServerConfig
 from .._base.errors import McpSessionError
+from .._base.frames import kit_frame
 from .._base.wire import CONFIG_INVALID
 from .._evaluation.batches import input_rows, merged
 from .._purra.calls import check_approve, ms_since
@@ -155,7 +156,7 @@ def combine(frames: Sequence[pd.DataFrame], *, wall_ms: float) -> pd.DataFrame:
         raise McpSessionError(CONFIG_INVALID, "There are no rows to evaluate.")
     whole = pd.concat(list(frames))
     whole.attrs["summary"] = merged([frame.attrs["summary"] for frame in frames], wall_ms=wall_ms)
-    return whole
+    return kit_frame(whole)
 
 
 __all__ = ["Engine", "Shard", "combine", "evaluate", "run_shard", "shard"]

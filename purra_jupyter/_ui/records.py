@@ -19,6 +19,7 @@ from IPython import get_ipython
 from IPython.display import display, update_display
 
 from .._base.egress import TEXT_HTML, TEXT_PLAIN, bundle, cell_text, text_bundle
+from .._base.frames import frame_html, is_kit_frame
 from .._base.markup import join, pre, tag, trusted
 from .._base.wire import (
     CANCELED,
@@ -133,6 +134,8 @@ def bundle_of(item: object) -> dict[str, Any]:
     """A MIME bundle for one of the things a record holds (our results, a summary, a DataFrame)."""
     if hasattr(item, "_repr_mimebundle_"):
         return dict(item._repr_mimebundle_())
+    if is_kit_frame(item):  # (its text as it is: ``frames``)
+        return bundle(frame_html(item), cell_text(repr(item)))
     if hasattr(item, "_repr_html_"):  # (a DataFrame: pandas escapes its cells)
         return bundle(trusted(item._repr_html_()), cell_text(repr(item)))
     return text_bundle(repr(item))
