@@ -616,3 +616,22 @@ class KernelCell:
     def result(self) -> str:
         [value] = [m["content"]["data"]["text/plain"] for m in self.messages if m["msg_type"] == "execute_result"]
         return value
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every ``str`` subclass (the kit's ``CellText``, in an assertion's values) a plain ``str``."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, dict):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_plain(item) for item in value)
+    return value
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(config: pytest.Config, report: Any) -> Any:
+    """A report as pytest-xdist sends it from a worker, in plain types: execnet refuses a ``str`` subclass, and a
+    failing test whose assertion shows kit text became an INTERNALERROR that ended the worker and hid the failure."""
+    serialized = yield
+    return _plain(serialized)

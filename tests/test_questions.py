@@ -41,7 +41,7 @@ def stdio(name: str = "asking", **kwargs: Any) -> pj.ServerConfig:
 
 def said(session: pj.McpSession, tool: str, text: str = "") -> dict[str, Any]:
     """What the server says it received, by its tool's answer."""
-    arguments = {"text": text} if tool in ("ask_model", "ask_form", "ask_url") else {}
+    arguments = {"text": text} if tool.startswith(("ask_model", "ask_form", "ask_url")) else {}
     result = session.call(tool, arguments, raw=True, approve=True)
     assert result.ok, result
     return dict(json.loads(result.content[0]["text"]))
