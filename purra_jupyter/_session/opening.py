@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 # The default way of answering a server's question (``...``): a person in a kernel, nobody elsewhere.
 IN_A_KERNEL: Any = ...
-Handler = str | Callable[[dict[str, Any]], Any] | None
 
 
 def connect(
@@ -46,8 +45,8 @@ def connect(
     limits: McpToolLimits | None = None,
     expect_digest: str | None = None,
     record: bool = False,
-    sampling: Handler = IN_A_KERNEL,
-    elicitation: Handler = IN_A_KERNEL,
+    sampling: str | Callable[[dict[str, Any]], Any] | None = IN_A_KERNEL,
+    elicitation: str | Callable[[dict[str, Any]], Any] | None = IN_A_KERNEL,
 ) -> McpSession:
     """Open a monitored session: start or reach the server, initialize, check the protocol, list the
     tools with their verdicts. All of it ends within ``config.timeout`` seconds in all (``mcp_timeout``
@@ -98,7 +97,7 @@ def connect(
     return session
 
 
-def answerer(kind: str, way: Handler, server: str) -> Answerer | None:
+def answerer(kind: str, way: str | Callable[[dict[str, Any]], Any] | None, server: str) -> Answerer | None:
     """How ``kind`` of question is answered for session ``server``, from what ``connect`` was given."""
     if way is IN_A_KERNEL:
         from .._ui.records import in_kernel
