@@ -66,11 +66,13 @@ def machine_paths(site: Path) -> list[str]:
     built it: the checkout's, the environment's or the home directory's (the kit shows ``{sys.executable}`` as
     ``python``, so a published page does not carry the builder's paths), with the path it holds."""
     paths = {str(ROOT.resolve()), str(ROOT), sys.prefix, str(Path(sys.executable).parent), str(Path.home())} - {"/"}
+    # a path ends where a name does ("/root" is not in "notifications/roots/list_changed")
+    held = {path: re.compile(re.escape(path) + r"(?![\w.-])") for path in sorted(paths)}
     found = []
     for file in sorted(site.rglob("*")):
         if file.is_file() and ".doctrees" not in file.parts and file.suffix in (".html", ".ipynb", ".js", ".txt"):
             text = file.read_text(errors="replace")
-            found += [f"{file.relative_to(site)}: {path}" for path in sorted(paths) if path in text]
+            found += [f"{file.relative_to(site)}: {path}" for path, pattern in held.items() if pattern.search(text)]
     return found
 
 
