@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -486,6 +486,23 @@ QUICKSTART_NOTE = "written from the quickstart"  # the note the quickstart adds 
 
 GUARD = "data-purra-guard"  # labextension/src/guard.ts: GUARD_ATTRIBUTE
 IGNORED = "data-purra-guard-ignored"  # labextension/src/guard.ts: IGNORED_ATTRIBUTE
+
+
+@contextlib.contextmanager
+def notebook_run(
+    browser: Browser, tmp_path: Path, name: str, cells: dict[str, str]
+) -> Iterator[Callable[[str], Locator]]:
+    """JupyterLab on a notebook of ``cells`` (by name), every cell run; yields the cell of a name. A failure inside
+    leaves a screenshot ``{name}-failure``, the page's errors and the server's log."""
+    with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
+        write_code_notebook(lab.root / f"{name}.ipynb", cells.values())
+        try:
+            open_notebook(browser, lab, f"{name}.ipynb")
+            run_all(browser)
+            yield lambda cell: browser.page.locator(".jp-Notebook .jp-Cell").nth(list(cells).index(cell))
+        except BaseException:
+            browser.report_failure(f"{name}-failure", lab)
+            raise
 
 
 def click_settled(button: Locator, tries: int = 5) -> None:
@@ -1305,33 +1322,24 @@ def test_the_servers_log_lines_and_progress_appear_under_a_running_call(tmp_path
     """server-everything's progress (a bar and its words) and its simulated log lines show under the approved
     call while it runs, and stay in its record once it settled; its resource table and a prompt it gave render;
     all of it reads in both themes (WCAG AA)."""
-    page = browser.page
-    cell = lambda name: page.locator(".jp-Notebook .jp-Cell").nth(list(SERVER_CELLS).index(name))  # noqa: E731
-    with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
-        write_code_notebook(lab.root / "server.ipynb", SERVER_CELLS.values())
-        try:
-            open_notebook(browser, lab, "server.ipynb")
-            run_all(browser)
-            running = cell("running")
-            click_settled(running.locator(".purra-approval").get_by_role("button", name="Approve"))
-            activity = running.locator(ACTIVITY)
-            expect(activity).to_contain_text("progress 1 of 12 (8%)")
-            expect(activity.locator("progress, .widget-progress, .progress-bar").first).to_be_visible()
-            expect(activity).to_contain_text("-level message")  # a log line of the server's, as it came
-            expect(running.locator(".purra-approval-state")).to_have_text("approved, running")
-            resources, prompt = cell("resources").locator(".purra-offerings"), cell("prompt").locator(".purra-prompt")
-            expect(resources.locator("tbody tr")).to_have_count(7)
-            expect(resources).to_contain_text("demo://resource/static/document/architecture.md")
-            expect(prompt.locator(".purra-prompt-message")).to_contain_text("What's weather in Paris, TX?")
-            shots = {"running": running, "resources": cell("resources"), "prompt": cell("prompt")}
-            assert_contrast(browser, "server-running", shots)
-            record = running.locator(RAW_RESULT)
-            expect(record.locator(".jp-PurraRenderer-activity")).to_contain_text("progress 12 of 12 (100%)",
-                                                                                 timeout=STEP)  # fmt: skip
-            assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
-        except BaseException:
-            browser.report_failure("server-running-failure", lab)
-            raise
+    with notebook_run(browser, tmp_path, "server", SERVER_CELLS) as cell:
+        running = cell("running")
+        click_settled(running.locator(".purra-approval").get_by_role("button", name="Approve"))
+        activity = running.locator(ACTIVITY)
+        expect(activity).to_contain_text("progress 1 of 12 (8%)")
+        expect(activity.locator("progress, .widget-progress, .progress-bar").first).to_be_visible()
+        expect(activity).to_contain_text("-level message")  # a log line of the server's, as it came
+        expect(running.locator(".purra-approval-state")).to_have_text("approved, running")
+        resources, prompt = cell("resources").locator(".purra-offerings"), cell("prompt").locator(".purra-prompt")
+        expect(resources.locator("tbody tr")).to_have_count(7)
+        expect(resources).to_contain_text("demo://resource/static/document/architecture.md")
+        expect(prompt.locator(".purra-prompt-message")).to_contain_text("What's weather in Paris, TX?")
+        shots = {"running": running, "resources": cell("resources"), "prompt": cell("prompt")}
+        assert_contrast(browser, "server-running", shots)
+        record = running.locator(RAW_RESULT)
+        expect(record.locator(".jp-PurraRenderer-activity")).to_contain_text("progress 12 of 12 (100%)",
+                                                                             timeout=STEP)  # fmt: skip
+        assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
 
 
 # --- what a server says under a call: text, never a link -----------------------------------------------------
@@ -1425,47 +1433,38 @@ def test_a_person_answers_a_servers_questions_in_the_widgets_under_the_running_c
     """Approved by a click, each call runs while the kernel is idle: the server's question shows under its approval,
     the person fills and sends it, and the record shows what the server received."""
     page = browser.page
-    cell = lambda name: page.locator(".jp-Notebook .jp-Cell").nth(list(QUESTION_CELLS).index(name))  # noqa: E731
-    with jupyter_lab(JUPYTER, tmp_path / "lab") as lab:
-        write_code_notebook(lab.root / "asking.ipynb", QUESTION_CELLS.values())
-        try:
-            open_notebook(browser, lab, "asking.ipynb")
-            run_all(browser)
+    with notebook_run(browser, tmp_path, "asking", QUESTION_CELLS) as cell:
+        model = cell("model")
+        click_settled(model.locator(".purra-approval").get_by_role("button", name="Approve"))
+        question = model.locator(".purra-question")
+        expect(question).to_contain_text("'asking' asks for a message from your model")
+        expect(question).to_contain_text("What color is the <b>sky</b>?")  # the server's words, as text
+        assert question.locator("b", has_text="sky").count() == 0
+        question.locator("textarea").fill("blue")
+        click_settled(question.get_by_role("button", name="Send reply"))
+        record = model.locator(RAW_RESULT)
+        expect(record).to_contain_text('"text": "blue"')
+        expect(record).to_contain_text("a person in the notebook")
 
-            model = cell("model")
-            click_settled(model.locator(".purra-approval").get_by_role("button", name="Approve"))
-            question = model.locator(".purra-question")
-            expect(question).to_contain_text("'asking' asks for a message from your model")
-            expect(question).to_contain_text("What color is the <b>sky</b>?")  # the server's words, as text
-            assert question.locator("b", has_text="sky").count() == 0
-            question.locator("textarea").fill("blue")
-            click_settled(question.get_by_role("button", name="Send reply"))
-            record = model.locator(RAW_RESULT)
-            expect(record).to_contain_text('"text": "blue"')
-            expect(record).to_contain_text("a person in the notebook")
+        form = cell("form")
+        click_settled(form.locator(".purra-approval").get_by_role("button", name="Approve"))
+        question = form.locator(".purra-question")
+        expect(question).to_contain_text("asks for your input")
+        accept = question.get_by_role("button", name="Accept")
+        expect(accept).to_be_disabled()  # the name is required
+        question.locator("input[type=text]").first.fill("Ada")
+        question.locator("input[type=text]").first.press("Tab")
+        click_settled(accept)
+        record = form.locator(RAW_RESULT)
+        expect(record).to_contain_text('"action": "accept"')
+        expect(record).to_contain_text('"name": "Ada"')
+        expect(record).to_contain_text('"age": 30')  # its default, prefilled
 
-            form = cell("form")
-            click_settled(form.locator(".purra-approval").get_by_role("button", name="Approve"))
-            question = form.locator(".purra-question")
-            expect(question).to_contain_text("asks for your input")
-            accept = question.get_by_role("button", name="Accept")
-            expect(accept).to_be_disabled()  # the name is required
-            question.locator("input[type=text]").first.fill("Ada")
-            question.locator("input[type=text]").first.press("Tab")
-            click_settled(accept)
-            record = form.locator(RAW_RESULT)
-            expect(record).to_contain_text('"action": "accept"')
-            expect(record).to_contain_text('"name": "Ada"')
-            expect(record).to_contain_text('"age": 30')  # its default, prefilled
-
-            url = cell("url")
-            click_settled(url.locator(".purra-approval").get_by_role("button", name="Approve"))
-            question = url.locator(".purra-question")
-            expect(question).to_contain_text(ASKED_AT)
-            assert page.evaluate(EVIL_LINKS_JS) == []  # the address is text, never a link
-            click_settled(question.get_by_role("button", name="Done"))
-            expect(url.locator(RAW_RESULT)).to_contain_text('"action": "accept"')
-            assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors
-        except BaseException:
-            browser.report_failure("questions-failure", lab)
-            raise
+        url = cell("url")
+        click_settled(url.locator(".purra-approval").get_by_role("button", name="Approve"))
+        question = url.locator(".purra-question")
+        expect(question).to_contain_text(ASKED_AT)
+        assert page.evaluate(EVIL_LINKS_JS) == []  # the address is text, never a link
+        click_settled(question.get_by_role("button", name="Done"))
+        expect(url.locator(RAW_RESULT)).to_contain_text('"action": "accept"')
+        assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors

@@ -195,6 +195,17 @@ def _field(widget: Any) -> bool:
     return isinstance(widget, ipywidgets.Text | ipywidgets.Textarea | ipywidgets.Combobox)
 
 
+def show_the_session(shown: Shown, s: pj.McpSession) -> None:
+    """What a session shows of itself: its catalog (bundle, repr, frame), its table and repr, its status line."""
+    shown.bundle("catalog", s.catalog._repr_mimebundle_(), "catalog")
+    shown.add("catalog", CELL_TEXT, repr(s.catalog), "repr(catalog)")
+    shown.add("catalog", FRAME, s.catalog.to_frame()._repr_html_(), "catalog frame")
+    shown.bundle("session", s._repr_mimebundle_(), "session")
+    shown.add("session", CELL_TEXT, repr(s), "repr(session)")
+    shown.add("status line", HTML, s.status_widget().value, "status widget")
+    shown.add("status line", CELL_TEXT, s.status_widget().text, "status text")
+
+
 def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
     """One hostile session through every surface, as a person, a CI job and a file would meet it."""
     shown = Shown(transport)
@@ -210,13 +221,7 @@ def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
         with pj.connect(config, approval="prompt", record=True, **answers) as s:
             groups = [[tool.name for tool in group.tools] for group in s.catalog.shared_reasons]
             assert any(len(names) == 3 and "\u202e" in "".join(names) for names in groups), groups  # grouped below
-            shown.bundle("catalog", s.catalog._repr_mimebundle_(), "catalog")
-            shown.add("catalog", CELL_TEXT, repr(s.catalog), "repr(catalog)")
-            shown.add("catalog", FRAME, s.catalog.to_frame()._repr_html_(), "catalog frame")
-            shown.bundle("session", s._repr_mimebundle_(), "session")
-            shown.add("session", CELL_TEXT, repr(s), "repr(session)")
-            shown.add("status line", HTML, s.status_widget().value, "status widget")
-            shown.add("status line", CELL_TEXT, s.status_widget().text, "status text")
+            show_the_session(shown, s)
 
             pending = s.call("speak", {"x": "asked"}, raw=True)  # a person's turn: the approval widget
             shown.bundle("approval", pending._repr_mimebundle_(), "pending approval")
@@ -711,13 +716,7 @@ def test_a_session_beside_the_contract_shows_server_data_as_text(transport: str)
     shown = Shown(transport)
     with hostile_config(transport, "older", plan) as config, pj.connect(config) as s:
         shown.secrets = config.secrets
-        shown.bundle("catalog", s.catalog._repr_mimebundle_(), "catalog")
-        shown.add("catalog", CELL_TEXT, repr(s.catalog), "repr(catalog)")
-        shown.add("catalog", FRAME, s.catalog.to_frame()._repr_html_(), "catalog frame")
-        shown.bundle("session", s._repr_mimebundle_(), "session")
-        shown.add("session", CELL_TEXT, repr(s), "repr(session)")
-        shown.add("status line", HTML, s.status_widget().value, "status widget")
-        shown.add("status line", CELL_TEXT, s.status_widget().text, "status text")
+        show_the_session(shown, s)
         with pytest.raises(pj.McpSessionError) as caught:
             s.bind("speak")
         shown.add("errors", CELL_TEXT, caught.value._render_traceback_()[0], "the refused binding")
