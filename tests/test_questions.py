@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import KernelCell, wait_until
+from conftest import KernelCell, descendants, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter._base.wire import ANSWER_FAILED, ANSWER_INVALID, CONFIG_INVALID, EVENT_ASKED, READY
+from purra_jupyter._ui.questions import QuestionWidget, question_bundle, question_rows, sampling_reply
 
 SERVER = Path(__file__).parent / "servers" / "asking_server.py"
 
@@ -315,3 +316,56 @@ def test_the_session_says_who_answers_its_servers_questions(tmp_path: Path) -> N
     with pj.connect(memory(roots=[tmp_path]), sampling=lambda params: REPLY, elicitation=None) as s:
         html = s._repr_mimebundle_()["text/html"]
         assert "sampling: a function; elicitation: refused; roots: 1 folder(s)" in html
+
+
+def button(widget: Any, label: str) -> Any:
+    [found] = [w for w in descendants(widget) if getattr(w, "description", None) == label and hasattr(w, "click")]
+    return found
+
+
+def test_under_a_call_approved_by_a_click_a_question_is_a_widget_whose_buttons_answer_it() -> None:
+    """Nothing waits for a call approved by a click: its server's question shows under its approval widget, and its
+    buttons answer; a question still open when its call stops running ends unanswered (the server gets an error)."""
+    with pj.connect(memory(), sampling="prompt", elicitation="prompt") as s:
+        pending = s.call("ask_model", {"text": "tools?"}, raw=True)
+        pending.approve("approved by a click")  # (as the Approve button does: the call runs, nothing waits)
+        question = wait_until(lambda: next(iter(pending.widget.questions.children), None), what="the question")
+        assert isinstance(question, QuestionWidget) and question.reply is not None
+        question.reply.value = "blue"
+        button(question, "Send reply").click()
+        wait_until(lambda: pending.state == "done", what="the call's end")
+        assert json.loads(pending.result.content[0]["text"]) == {"answered": sampling_reply("blue")}
+        assert question.children[-1].value.endswith("answered: a reply</span>")
+
+        pending = s.call("ask_form", {"text": "Who?"}, raw=True)
+        pending.approve("approved by a click")
+        question = wait_until(lambda: next(iter(pending.widget.questions.children), None), what="the question")
+        button(question, "Accept").click()  # the name is required: nothing is sent yet
+        assert not question.answer.done()
+        pending.cancel("cancelled by a click")
+        wait_until(lambda: pending.state != "running", what="the cancelled call")
+        said = "the elicitation handler raised Withdrawn: its call stopped running before anyone answered"
+        wait_until(lambda: any(said in row for row in asked_rows(s)), what="the withdrawn question in the log")
+        assert "not answered: its call stopped running" in question.children[-1].value
+        assert s.state == READY
+
+
+def test_a_sampling_request_shows_its_messages_preferences_and_tools_as_text() -> None:
+    params = {
+        "systemPrompt": "Be <b>brief</b>.",
+        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}},
+                     {"role": "assistant", "content": [{"type": "image", "data": "x", "mimeType": "image/png"}]}],
+        "modelPreferences": {"hints": [{"name": "small"}]},
+        "maxTokens": 5,
+        "tools": [{"name": "search", "inputSchema": {"type": "object"}}, {"name": "fetch", "inputSchema": {}}],
+    }  # fmt: skip
+    assert question_rows("sampling", params) == [
+        ("system prompt", "Be <b>brief</b>."),
+        ("message (user)", "hi"),
+        ("message (assistant)", "[image block]"),
+        ("modelPreferences", '{"hints": [{"name": "small"}]}'),
+        ("maxTokens", "5"),
+        ("tools the model may use", "search, fetch"),
+    ]
+    html = question_bundle("sampling", "s", params)["text/html"]
+    assert "Be &lt;b&gt;brief&lt;/b&gt;." in html and "<b>brief" not in html

@@ -8,6 +8,13 @@ import threading
 import ipywidgets as widgets
 
 
+class Asked(widgets.VBox):
+    """A question shown in a box; ``withdraw`` ends it unanswered (its call stopped running)."""
+
+    def withdraw(self) -> None:
+        raise NotImplementedError
+
+
 class QuestionBoxes:
     """The boxes of the calls running now (``approval`` adds and removes them; ``questions`` fills them)."""
 
@@ -20,8 +27,12 @@ class QuestionBoxes:
             self._boxes.insert(0, (server, box))
 
     def discard(self, box: widgets.Box) -> None:
+        """``box``'s call stopped running: no question goes there any more, and those it shows end unanswered."""
         with self._lock:
             self._boxes = [(name, each) for name, each in self._boxes if each is not box]
+        for question in box.children:
+            if isinstance(question, Asked):
+                question.withdraw()
 
     def of(self, server: str) -> widgets.Box | None:
         """The box of ``server``'s latest running call, if one shows."""
@@ -31,4 +42,4 @@ class QuestionBoxes:
 
 boxes = QuestionBoxes()
 
-__all__ = ["QuestionBoxes", "boxes"]
+__all__ = ["Asked", "QuestionBoxes", "boxes"]

@@ -24,7 +24,7 @@ from .._base.egress import bundle, cell_text
 from .._base.markup import ERROR_COLOR, OK_COLOR, WARN_COLOR, Html, join, key_value_table, pre, tag, trusted
 from .._base.raw_schema import checker
 from .._connection.questions import ELICITATION, SAMPLING, Answerer, Declined
-from .asking import boxes
+from .asking import Asked, boxes
 from .forms import SchemaForm
 from .records import LiveOutput
 
@@ -186,7 +186,11 @@ def sampling_reply(text: str) -> dict[str, Any]:
 # --- under a running call's approval: a widget ------------------------------------------------------------------
 
 
-class QuestionWidget(widgets.VBox):
+class Withdrawn(Exception):
+    """The call under which a question was shown stopped running before anyone answered it."""
+
+
+class QuestionWidget(Asked):
     """The question, the way to answer it (a reply box, the kit's form of the requested fields, or nothing for an
     address) and its buttons; ``answer`` is set by the first click."""
 
@@ -252,6 +256,10 @@ class QuestionWidget(widgets.VBox):
         except Declined as declined:
             self.answer.set_exception(declined)
 
+    def withdraw(self) -> None:
+        if not self.answer.done():
+            self.answer.set_exception(Withdrawn("its call stopped running before anyone answered"))
+
     def ended(self, line: str, color: str) -> None:
         """Show how the question ended, without its controls."""
         self.details.value = str(trusted_html(question_bundle(self.kind, self.server, self.params, line)))
@@ -277,6 +285,9 @@ async def ask_in_box(box: widgets.Box, question: QuestionWidget) -> dict[str, An
         return answer
     except Declined:
         line, color = "declined", ERROR_COLOR
+        raise
+    except Withdrawn as withdrawn:
+        line = f"not answered: {withdrawn}"
         raise
     finally:
         question.ended(line, color)
