@@ -4,17 +4,21 @@ transcript, the capability declared only for a way given. tests/servers/asking_s
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib.util
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import KernelCell, descendants, wait_until
+from conftest import HANG_GUARD, KernelCell, descendants, wait_until
 
 import purra_jupyter as pj
+from purra_jupyter._base import runner
 from purra_jupyter._base.wire import ANSWER_FAILED, ANSWER_INVALID, CONFIG_INVALID, EVENT_ASKED, READY
 from purra_jupyter._ui.questions import QuestionWidget, question_bundle, question_rows, sampling_reply
 
@@ -369,3 +373,27 @@ def test_a_sampling_request_shows_its_messages_preferences_and_tools_as_text() -
     ]
     html = question_bundle("sampling", "s", params)["text/html"]
     assert "Be &lt;b&gt;brief&lt;/b&gt;." in html and "<b>brief" not in html
+
+
+def test_a_job_of_the_waiting_cell_that_the_loop_stopped_waiting_for_never_fails_the_cell() -> None:
+    """A person answers in the waiting cell's input box while the server withdraws its question (the loop stops
+    waiting): the answer goes nowhere, and the cell's own wait goes on as if nothing happened."""
+    started, withdrawn = threading.Event(), threading.Event()
+
+    def job() -> str:  # the person's turn, on the cell's thread: they answer after the question was withdrawn
+        started.set()
+        assert withdrawn.wait(HANG_GUARD)
+        return "an answer nobody waits for"
+
+    async def scenario() -> str:
+        asked = asyncio.ensure_future(runner.in_waiting_cell(job))
+        while not started.is_set():
+            await asyncio.sleep(0.01)  # (the cell has the job: a condition, under the test's hang guard)
+        asked.cancel()
+        withdrawn.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asked
+        return "the call's result"
+
+    assert threading.current_thread() is threading.main_thread()  # (only a cell's thread serves the loop's jobs)
+    assert runner.run(scenario) == "the call's result"

@@ -203,6 +203,10 @@ def _serve_until(future: Future[Any]) -> None:
 
 
 def _run_job(func: Callable[[], Any], answer: Future[Any]) -> None:
+    """Run a job of the loop's; one the loop stopped waiting for before the cell got to it is not run, and one it
+    stops waiting for meanwhile (a server that withdrew its question) ends with nobody to tell."""
+    if not answer.set_running_or_notify_cancel():
+        return
     try:
         answer.set_result(func())
     except Exception as exc:
