@@ -11,6 +11,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -385,10 +386,16 @@ def test_a_job_of_the_waiting_cell_that_the_loop_stopped_waiting_for_never_fails
         assert withdrawn.wait(HANG_GUARD)
         return "an answer nobody waits for"
 
+    async def until(condition: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + HANG_GUARD
+        while not condition():
+            assert time.monotonic() < deadline, "a hang"
+            await asyncio.sleep(0.01)
+
     async def scenario() -> str:
+        await until(runner.cell_waits)  # (this runs on the loop as soon as submitted, maybe before the cell waits)
         asked = asyncio.ensure_future(runner.in_waiting_cell(job))
-        while not started.is_set():
-            await asyncio.sleep(0.01)  # (the cell has the job: a condition, under the test's hang guard)
+        await until(started.is_set)  # the cell has the job
         asked.cancel()
         withdrawn.set()
         with contextlib.suppress(asyncio.CancelledError):
