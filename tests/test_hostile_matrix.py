@@ -36,7 +36,7 @@ import purra_jupyter as pj
 from purra_jupyter._base.egress import cell_text
 from purra_jupyter._base.surfaces import CELL_TEXT, CLI, DATA, FILE, HTML, SURFACES, WIRE
 from purra_jupyter._connection.questions import ELICITATION, SAMPLING
-from purra_jupyter._ui.questions import QuestionWidget, question_bundle, sampling_reply
+from purra_jupyter._ui.questions import QuestionWidget, form_problem, not_sent, question_bundle, sampling_reply
 from purra_jupyter.magics import frame_formatter
 
 UNTRUSTED = SERVERS / "untrusted_server.py"
@@ -85,7 +85,8 @@ PLAN: dict[str, Any] = {
                     "messages": [{"role": "user", "content": {"type": "text", "text": HOSTILE}}]}},
         {"jsonrpc": "2.0", "id": "ask-form", "method": "elicitation/create",
          "params": {"message": HOSTILE, "requestedSchema": {"type": "object", "properties": {
-             "x": {"type": "string", "title": HOSTILE, "description": HOSTILE, "default": HOSTILE}}}}},
+             "x": {"type": "string", "title": HOSTILE, "description": HOSTILE, "default": HOSTILE,
+                   "enum": [HOSTILE]}}}}},
         {"jsonrpc": "2.0", "id": "ask-url", "method": "elicitation/create",
          "params": {"mode": "url", "message": HOSTILE, "url": f"https://{EVIL}/x?{{secret}}", "elicitationId": "e"}},
         {"jsonrpc": "2.0", "method": "notifications/progress",
@@ -268,6 +269,10 @@ def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
             assert {kind for kind, _ in asked} == {SAMPLING, ELICITATION}, asked
             for kind, params in asked:  # as a person is asked: in the waiting cell, and in a widget
                 shown.bundle("questions", question_bundle(kind, s.name, params), f"{kind} question")
+                if "requestedSchema" in params:  # a form's answer that does not fit: the problem quotes the schema
+                    problem = form_problem('{"x": "not one of them"}', params["requestedSchema"])
+                    assert problem is not None
+                    shown.add("questions", CELL_TEXT, not_sent(problem), "the waiting cell's line: not sent")
                 question = QuestionWidget(kind, s.name, params)
                 for text in widget_texts(question):
                     shown.add("questions", HTML, text, f"{kind} question widget")

@@ -8,7 +8,8 @@ once. Every question and its answer is a row of the session log (the transcript 
 
 mcp 1.29.1 awaits a request's callback inside its one receive loop: a person's turn there would hold every other
 message of the session, the server's withdrawal of its question included. So a question is answered in a task of
-its own (``KitClientSession`` hands it to ``spawn``), and the person's turn holds the session's deadlines meanwhile.
+its own (``KitClientSession`` hands it to ``QuestionDesk.answer_apart``), and the person's turn holds the
+session's deadlines meanwhile.
 """
 
 from __future__ import annotations

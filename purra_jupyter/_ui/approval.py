@@ -186,11 +186,10 @@ class ApprovalWidget(widgets.VBox):
         self.status.value = str(_status_html(self._call))
         self.approve_button.disabled = self.deny_button.disabled = True
         self.cancel_button.disabled = change["new"] != RUNNING
-        if change["new"] == RUNNING:  # its server's questions meanwhile are shown under it
+        if change["new"] != RUNNING:
+            boxes.discard(self.questions)  # (a question still shown there ends unanswered)
+        else:  # its server's questions meanwhile are shown under it
             boxes.add(self._call.connection.name, self.questions)
-        else:
-            boxes.discard(self.questions)
-        if change["new"] == RUNNING:
             self._started = time.monotonic()
             runner.submit(redraw_while, lambda: self._call.state == RUNNING, self._draw_status)
 

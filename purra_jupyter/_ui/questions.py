@@ -20,8 +20,8 @@ import ipywidgets as widgets
 from IPython.core.error import StdinNotImplementedError
 
 from .._base import runner
-from .._base.egress import bundle, cell_text
-from .._base.markup import ERROR_COLOR, OK_COLOR, WARN_COLOR, Html, join, key_value_table, pre, tag, trusted
+from .._base.egress import CellText, bundle, cell_text
+from .._base.markup import ERROR_COLOR, OK_COLOR, WARN_COLOR, Html, join, key_value_table, pre, tag
 from .._base.raw_schema import checker
 from .._connection.questions import ELICITATION, SAMPLING, Answerer, Declined
 from .asking import Asked, boxes
@@ -110,13 +110,20 @@ def _head(kind: str, server: str, params: Mapping[str, Any]) -> str:
     return f"'{server}' asks for your input (elicitation): accept, decline or cancel"
 
 
-def question_bundle(kind: str, server: str, params: Mapping[str, Any], line: str = "") -> dict[str, str]:
-    """The question as escaped HTML and cell text, with ``line`` (how it ended) under it."""
+def question_html(kind: str, server: str, params: Mapping[str, Any], line: str = "") -> Html:
+    """The question as escaped HTML, with ``line`` (how it ended) under it."""
     rows = question_rows(kind, params)
     head = _head(kind, server, params)
-    html = join([tag("b", head), key_value_table(rows, "purra-question-details"), pre(line) if line else None])
-    text = "\n".join([head, *(f"{label}: {value}" for label, value in rows), *([line] if line else [])])
-    return bundle(html, cell_text(text))
+    return join([tag("b", head), key_value_table(rows, "purra-question-details"), pre(line) if line else None])
+
+
+def question_bundle(kind: str, server: str, params: Mapping[str, Any], line: str = "") -> dict[str, str]:
+    """The question as escaped HTML and cell text (the waiting cell's output), with ``line`` under it."""
+    rows = question_rows(kind, params)
+    text = "\n".join(
+        [_head(kind, server, params), *(f"{label}: {value}" for label, value in rows), *([line] if line else [])]
+    )
+    return bundle(question_html(kind, server, params, line), cell_text(text))
 
 
 # --- in the cell that waits: the kernel's input box -------------------------------------------------------------
@@ -155,7 +162,17 @@ def _from_input_box(kind: str, params: dict[str, Any]) -> dict[str, Any]:
         problem, content = _form_answer(typed, schema)
         if problem is None:
             return {"action": "accept", "content": content}
-        print(cell_text(f"Not sent: {problem}. Try again."))
+        print(not_sent(problem))
+
+
+def not_sent(problem: str) -> CellText:
+    """What the waiting cell prints of a form's answer that does not fit (the problem may quote the schema)."""
+    return cell_text(f"Not sent: {problem}. Try again.")
+
+
+def form_problem(typed: str, schema: Mapping[str, Any]) -> str | None:
+    """What is wrong with a form's answer as typed in the input box (``None``: it fits, with its defaults)."""
+    return _form_answer(typed, schema)[0]
 
 
 def _form_answer(typed: str, schema: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -199,7 +216,7 @@ class QuestionWidget(Asked):
         self.answer: Future[dict[str, Any]] = Future()
         self.reply: widgets.Textarea | None = None
         self.form: SchemaForm | None = None
-        self.details = widgets.HTML(str(trusted_html(question_bundle(kind, server, params))))
+        self.details = widgets.HTML(str(question_html(kind, server, params)))
         buttons = self._buttons()
         body: list[widgets.Widget] = [self.details]
         if self.reply is not None:
@@ -262,17 +279,12 @@ class QuestionWidget(Asked):
 
     def ended(self, line: str, color: str) -> None:
         """Show how the question ended, without its controls."""
-        self.details.value = str(trusted_html(question_bundle(self.kind, self.server, self.params, line)))
+        self.details.value = str(question_html(self.kind, self.server, self.params, line))
         self.children = [self.details, widgets.HTML(str(tag("span", line, style=f"color:{color}")))]
 
 
 class _NotYet(Exception):
     """Accept was clicked on a form whose fields do not fit yet (the form says why)."""
-
-
-def trusted_html(made: dict[str, str]) -> Html:
-    """The HTML of a bundle ``question_bundle`` made (escaped there)."""
-    return trusted(made["text/html"])
 
 
 async def ask_in_box(box: widgets.Box, question: QuestionWidget) -> dict[str, Any]:
@@ -300,7 +312,10 @@ __all__ = [
     "QuestionWidget",
     "ask_in_box",
     "ask_in_cell",
+    "form_problem",
+    "not_sent",
     "prompt_answerer",
     "question_bundle",
+    "question_html",
     "sampling_reply",
 ]
