@@ -1417,13 +1417,22 @@ def test_what_a_server_says_of_a_call_is_never_a_link(ui: str, tmp_path: Path, b
 # --- a server's questions under a running call: the person answers in the widget -------------------------------
 
 ASKING_SERVER = ROOT / "tests" / "servers" / "asking_server.py"
+UNTRUSTED_SERVER = ROOT / "tests" / "servers" / "untrusted_server.py"
 ASKED_AT = "https://evil.example/sign-in"
+# A server that asks for a password and withdraws its question half a second later (tests/test_consent.py).
+WITHDRAWING = {"tools": [{"name": "ask", "inputSchema": {"type": "object"}}], "calls": {"ask": "ask"},
+               "asks": {"w-1": ["elicitation/create", {"message": "your password?", "requestedSchema": {
+                   "type": "object", "properties": {"p": {"type": "string"}}}}]},
+               "withdraw_after": 0.5, "answer_wait": 4.0}  # fmt: skip
 QUESTION_CELLS = {
     "connect": "import sys\nimport purra_jupyter as pj\n"
-    f"s = pj.connect(pj.ServerConfig('asking', command=sys.executable, args=[{str(ASKING_SERVER)!r}]))",
+    f"s = pj.connect(pj.ServerConfig('asking', command=sys.executable, args=[{str(ASKING_SERVER)!r}]))\n"
+    f"w = pj.connect(pj.ServerConfig('withdrawing', command=sys.executable, args=[{str(UNTRUSTED_SERVER)!r}, "
+    f"{json.dumps(WITHDRAWING)!r}]))",
     "model": "model = s.call('ask_model', {'text': 'What color is the <b>sky</b>?'}, raw=True)\nmodel",
     "form": "form = s.call('ask_form', {'text': 'Who are you?'}, raw=True)\nform",
     "url": f"url = s.call('ask_url', {{'text': {ASKED_AT!r}}}, raw=True)\nurl",
+    "withdrawn": "withdrawn = w.call('ask', {}, raw=True)\nwithdrawn",
 }
 
 
@@ -1437,7 +1446,9 @@ def test_a_person_answers_a_servers_questions_in_the_widgets_under_the_running_c
         model = cell("model")
         click_settled(model.locator(".purra-approval").get_by_role("button", name="Approve"))
         question = model.locator(".purra-question")
-        expect(question).to_contain_text("'asking' asks for a message from your model")
+        expect(question).to_contain_text(
+            "'asking', during its call of \"ask_model\", asks for a message from your model"
+        )
         expect(question).to_contain_text("What color is the <b>sky</b>?")  # the server's words, as text
         assert question.locator("b", has_text="sky").count() == 0
         question.locator("textarea").fill("blue")
@@ -1450,10 +1461,12 @@ def test_a_person_answers_a_servers_questions_in_the_widgets_under_the_running_c
         click_settled(form.locator(".purra-approval").get_by_role("button", name="Approve"))
         question = form.locator(".purra-question")
         expect(question).to_contain_text("asks for your input")
+        expect(question).to_contain_text('"age": integer, default 30, optional')  # every field, its default shown
         accept = question.get_by_role("button", name="Accept")
         expect(accept).to_be_disabled()  # the name is required
         question.locator("input[type=text]").first.fill("Ada")
         question.locator("input[type=text]").first.press("Tab")
+        expect(question).to_contain_text('Accept sends: {"name": "Ada", "age": 30}')  # exactly what goes, on screen
         click_settled(accept)
         record = form.locator(RAW_RESULT)
         expect(record).to_contain_text('"action": "accept"')
@@ -1463,8 +1476,19 @@ def test_a_person_answers_a_servers_questions_in_the_widgets_under_the_running_c
         url = cell("url")
         click_settled(url.locator(".purra-approval").get_by_role("button", name="Approve"))
         question = url.locator(".purra-question")
-        expect(question).to_contain_text(ASKED_AT)
+        rows = question.locator("tr")  # its destination first, uncut; then the rest of the address
+        expect(rows.nth(0)).to_contain_text("goes to")
+        expect(rows.nth(0)).to_contain_text("https://evil.example:443")
+        expect(rows.nth(1)).to_contain_text("/sign-in")
         assert page.evaluate(EVIL_LINKS_JS) == []  # the address is text, never a link
         click_settled(question.get_by_role("button", name="Done"))
         expect(url.locator(RAW_RESULT)).to_contain_text('"action": "accept"')
+
+        withdrawn = cell("withdrawn")  # the server withdraws its question: it says so, and nothing can be sent
+        click_settled(withdrawn.locator(".purra-approval").get_by_role("button", name="Approve"))
+        question = withdrawn.locator(".purra-question")
+        expect(question).to_contain_text("withdrawn by the server")
+        expect(question.get_by_role("button", name="Accept")).to_have_count(0)
+        expect(withdrawn.locator(RAW_RESULT)).to_contain_text('"message": "Request cancelled"')
+        expect(withdrawn.locator(RAW_RESULT)).not_to_contain_text('"accept"')
         assert [error for error in browser.errors if "purra" in error.lower()] == [], browser.errors

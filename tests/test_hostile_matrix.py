@@ -33,10 +33,19 @@ from conftest import ROOT, SERVERS, descendants, plan_argument, stop_tree, unsaf
 from IPython.utils.capture import capture_output
 
 import purra_jupyter as pj
+from purra_jupyter._base.consent import destination, form_fields
 from purra_jupyter._base.egress import cell_text
 from purra_jupyter._base.surfaces import CELL_TEXT, CLI, DATA, FILE, HTML, SURFACES, WIRE
-from purra_jupyter._connection.questions import ELICITATION, SAMPLING
-from purra_jupyter._ui.questions import QuestionWidget, form_problem, not_sent, question_bundle, sampling_reply
+from purra_jupyter._connection.questions import ELICITATION, SAMPLING, Asking
+from purra_jupyter._connection.tracking import CancelToken
+from purra_jupyter._ui.questions import (
+    QuestionWidget,
+    form_answer,
+    not_sent,
+    question_bundle,
+    sampling_reply,
+    will_send,
+)
 from purra_jupyter.magics import frame_formatter
 
 UNTRUSTED = SERVERS / "untrusted_server.py"
@@ -44,7 +53,8 @@ UNTRUSTED = SERVERS / "untrusted_server.py"
 FRAME = "a DataFrame's HTML (pandas)"
 PACKAGE = ROOT / "purra_jupyter"
 TRANSPORTS = ["stdio", "http"]
-ATTACKS = ("secrets", "markup", "links", "controls", "size", "floods", "late", "crafted files", "approval fidelity")
+ATTACKS = ("secrets", "markup", "links", "controls", "size", "floods", "late", "crafted files", "approval fidelity",
+           "consent")  # fmt: skip
 
 SECRET = 'tok-"9d4\\1c7e2a5f0'  # a quote and a backslash: JSON escapes them, so a scrub of JSON text misses them
 TOKEN_NAME = "API_TOKEN"  # an env name that says its value is a secret
@@ -207,6 +217,14 @@ def show_the_session(shown: Shown, s: pj.McpSession) -> None:
     shown.add("status line", CELL_TEXT, s.status_widget().text, "status text")
 
 
+def asking_of(server: str, params: dict[str, Any]) -> Asking:
+    """Who asks (a call of ``speak``), with a question's fields or destination read as the session reads them."""
+    calls = (CancelToken(call="speak"),)
+    if params.get("mode") == "url":
+        return Asking(server, calls, destination=destination(params["url"]))
+    return Asking(server, calls, fields=form_fields(params["requestedSchema"]) if "requestedSchema" in params else ())
+
+
 def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
     """One hostile session through every surface, as a person, a CI job and a file would meet it."""
     shown = Shown(transport)
@@ -268,12 +286,17 @@ def exercise(transport: str, tmp: Path, ip: Any) -> Shown:
 
             assert {kind for kind, _ in asked} == {SAMPLING, ELICITATION}, asked
             for kind, params in asked:  # as a person is asked: in the waiting cell, and in a widget
-                shown.bundle("questions", question_bundle(kind, s.name, params), f"{kind} question")
-                if "requestedSchema" in params:  # a form's answer that does not fit: the problem quotes the schema
-                    problem = form_problem('{"x": "not one of them"}', params["requestedSchema"])
+                asking = asking_of(s.name, params)
+                shown.bundle("questions", question_bundle(kind, asking, params), f"{kind} question")
+                if "requestedSchema" in params:  # a form's answer: what does not fit quotes the schema, and what fits
+                    schema, fields = params["requestedSchema"], asking.fields  # is said, defaults included
+                    problem, _ = form_answer('{"x": "not one of them"}', schema, fields)
                     assert problem is not None
                     shown.add("questions", CELL_TEXT, not_sent(problem), "the waiting cell's line: not sent")
-                question = QuestionWidget(kind, s.name, params)
+                    fits, content = form_answer("{}", schema, fields)
+                    assert fits is None, fits
+                    shown.add("questions", CELL_TEXT, will_send(content), "the waiting cell's line: will send")
+                question = QuestionWidget(kind, asking, params)
                 for text in widget_texts(question):
                     shown.add("questions", HTML, text, f"{kind} question widget")
                 for text in field_values(question):
@@ -432,9 +455,18 @@ FIDELITY = Elsewhere(f"{HERE}::test_the_approval_shows_the_bytes_that_are_sent")
 CRAFTED = Elsewhere("tests/test_crafted_files.py", "transcripts and checkpoints crafted by hand, read back")
 NOT_FILES = NotApplicable("it reads no file: what it shows comes from a session")
 NOT_A_CALL = NotApplicable("it shows no call's arguments")
+# Consent: for a surface that asks the person or sends on their behalf, who asks (a call of its own session), what is
+# shown against what is sent, a withdrawal.
+NOT_ASKING = NotApplicable("it asks the person nothing and sends nothing on their behalf")
+QUESTIONS_CONSENT = Elsewhere(
+    "tests/test_consent.py",
+    "whose question, what is shown against what is sent, where an address goes, a withdrawal: stdio and HTTP, a "
+    "waiting cell, a widget, a function",
+)
 COMMON: dict[str, Row] = {"secrets": secrets_absent, "markup": markup_inert, "links": links_absent,
                           "controls": controls_escaped, "size": SIZE, "floods": FLOOD, "late": LATE,
-                          "crafted files": NOT_FILES, "approval fidelity": NOT_A_CALL}  # fmt: skip
+                          "crafted files": NOT_FILES, "approval fidelity": NOT_A_CALL,
+                          "consent": NOT_ASKING}  # fmt: skip
 
 
 def row(**different: Row) -> dict[str, Row]:
@@ -443,6 +475,7 @@ def row(**different: Row) -> dict[str, Row]:
 
 VIEWS = "tests/test_views.py::test_a_hostile_view_reaches_nothing_and_leaves_the_page_unchanged"
 OAUTH = "tests/test_oauth.py::test_the_authorization_view_shows_a_hostile_address_as_text"
+OAUTH_CELL = "tests/test_oauth.py::test_an_expired_authorization_asks_the_cell_that_waits_and_no_other"
 ROWS: dict[str, dict[str, Row]] = {
     "catalog": row(),
     "envelope": row(approval_fidelity=FIDELITY),
@@ -454,19 +487,22 @@ ROWS: dict[str, dict[str, Row]] = {
         markup=NO_HTML, size=Elsewhere("tests/test_faults.py::test_a_stderr_flood_keeps_only_a_bounded_tail")
     ),
     "status line": row(),
-    "approval": row(approval_fidelity=FIDELITY),
+    "approval": row(approval_fidelity=FIDELITY, consent=FIDELITY),
     "call record": row(approval_fidelity=FIDELITY),
     "activity": row(),
     "binding": row(),
     "offerings": row(),
-    "forms": row(links=links_absent, approval_fidelity=FIDELITY),
+    "forms": row(links=links_absent, approval_fidelity=FIDELITY, consent=FIDELITY),
     "view": {attack: Elsewhere(VIEWS, "a hostile view of a test server, in JupyterLab") for attack in ATTACKS},
     "batch": row(crafted_files=CRAFTED, approval_fidelity=FIDELITY),
     "frames": row(),
     "replay": row(crafted_files=CRAFTED),
     "chart": row(markup=NO_HTML),
-    "authorization": {attack: Elsewhere(OAUTH, "an authorization server's hostile address") for attack in ATTACKS},
-    "questions": row(),
+    "authorization": {
+        **{attack: Elsewhere(OAUTH, "an authorization server's hostile address") for attack in ATTACKS},
+        "consent": Elsewhere(OAUTH_CELL, "only the cell that waits for the session is asked to sign in"),
+    },
+    "questions": row(consent=QUESTIONS_CONSENT),
     "errors": row(markup=NO_HTML),
     "check text": row(markup=NO_HTML, links=NO_LINKS_CLI),
     "check json": row(markup=NO_HTML, links=NO_LINKS_CLI),

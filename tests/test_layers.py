@@ -39,6 +39,7 @@ LAYERS = [
         "_base.surfaces",
     ),
     ("_base.config",),
+    ("_base.consent",),
     ("_base.runner",),
     # _transports: how a session reaches its server
     ("_transports.ingress",),

@@ -21,6 +21,8 @@ from conftest import HANG_GUARD, KernelCell, descendants, wait_until
 import purra_jupyter as pj
 from purra_jupyter._base import runner
 from purra_jupyter._base.wire import ANSWER_FAILED, ANSWER_INVALID, CONFIG_INVALID, EVENT_ASKED, READY
+from purra_jupyter._connection.questions import Asking
+from purra_jupyter._connection.tracking import CancelToken
 from purra_jupyter._ui.questions import QuestionWidget, question_bundle, question_rows, sampling_reply
 
 SERVER = Path(__file__).parent / "servers" / "asking_server.py"
@@ -189,11 +191,13 @@ def test_a_question_waiting_for_its_answer_holds_no_other_message_of_the_session
 EVERYTHING = Path(__file__).parent / "servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 
-def answered_in_cell(client: Any, call: str, typed: str) -> tuple[dict[str, Any], KernelCell]:
-    """Run ``call`` (a cell whose value is what the server received), type ``typed`` into the input box it opens."""
+def answered_in_cell(client: Any, call: str, *typed: str) -> tuple[dict[str, Any], KernelCell]:
+    """Run ``call`` (a cell whose value is what the server received), type each of ``typed`` into the input box it
+    opens, one box after the other."""
     cell = KernelCell(client, call)
-    cell.prompted()
-    client.input(typed)
+    for count, text in enumerate(typed, 1):
+        wait_until(lambda: cell.pump() or len(cell.prompts) >= count, what="the kernel's input box")  # noqa: B023
+        client.input(text)
     cell.finish()
     assert not cell.errors(), cell.errors()
     return json.loads(eval(cell.result())), cell  # (the cell's value is the tool's text, repr'd by the kernel)
@@ -225,8 +229,8 @@ def test_a_person_answers_in_the_waiting_cells_input_box_and_the_server_receives
     got, _ = answered_in_cell(client, ask("ask_model", "sky?"), "")  # sent empty: declined
     assert got == {"error": {"code": -1, "message": "The client declined: the person declined"}}
 
-    got, _ = answered_in_cell(client, ask("ask_form", "Who are you?"), '{"name": "Ada", "color": "red"}')
-    assert got == {"answered": {"action": "accept", "content": {"name": "Ada", "color": "red", "age": 30}}}
+    got, _ = answered_in_cell(client, ask("ask_form", "Who are you?"), '{"name": "Ada", "color": "red"}', "yes")
+    assert got == {"answered": {"action": "accept", "content": {"age": 30, "name": "Ada", "color": "red"}}}
     got, _ = answered_in_cell(client, ask("ask_form", "Who are you?"), "cancel")
     assert got == {"answered": {"action": "cancel"}}
     got, _ = answered_in_cell(client, ask("ask_url", "https://example.test/sign-in"), "done")
@@ -241,6 +245,8 @@ def test_a_person_answers_in_the_waiting_cells_input_box_and_the_server_receives
         "Not sent:" in text for text in cell.texts() + [str(m["content"].get("text", "")) for m in cell.messages]
     )
     client.input('{"name": "Bo"}')
+    wait_until(lambda: cell.pump() or len(cell.prompts) == 3, what="the input box asking before it sends")
+    client.input("yes")
     cell.finish()
     assert json.loads(eval(cell.result()))["answered"]["content"] == {"name": "Bo", "age": 30}
 
@@ -269,6 +275,8 @@ def test_the_everything_servers_sampling_and_elicitation_tools_are_answered_in_a
     cell = KernelCell(client, run.format("trigger-elicitation-request", {}))
     cell.prompted()
     client.input('{"name": "Ada"}')
+    wait_until(lambda: cell.pump() or len(cell.prompts) == 2, what="the input box asking before it sends")
+    client.input("yes")
     cell.finish()
     assert not cell.errors(), cell.errors()
     assert "accept" in cell.result() and "Ada" in cell.result()
@@ -278,6 +286,8 @@ def test_the_everything_servers_sampling_and_elicitation_tools_are_answered_in_a
     cell = KernelCell(client, task.replace("approve=True", "task=True, approve=True"))
     cell.prompted()
     client.input('{"interpretation": "snake"}')
+    wait_until(lambda: cell.pump() or len(cell.prompts) == 2, what="the input box asking before it sends")
+    client.input("yes")
     cell.finish()
     assert not cell.errors(), cell.errors()
     assert "python (snake)" in cell.result(), cell.result()
@@ -364,7 +374,8 @@ def test_a_sampling_request_shows_its_messages_preferences_and_tools_as_text() -
         "maxTokens": 5,
         "tools": [{"name": "search", "inputSchema": {"type": "object"}}, {"name": "fetch", "inputSchema": {}}],
     }  # fmt: skip
-    assert question_rows("sampling", params) == [
+    asking = Asking("s", (CancelToken(call="t"),))
+    assert question_rows("sampling", params, asking) == [
         ("system prompt", "Be <b>brief</b>."),
         ("message (user)", "hi"),
         ("message (assistant)", "[image block]"),
@@ -372,7 +383,7 @@ def test_a_sampling_request_shows_its_messages_preferences_and_tools_as_text() -
         ("maxTokens", "5"),
         ("tools the model may use", "search, fetch"),
     ]
-    html = question_bundle("sampling", "s", params)["text/html"]
+    html = question_bundle("sampling", asking, params)["text/html"]
     assert "Be &lt;b&gt;brief&lt;/b&gt;." in html and "<b>brief" not in html
 
 
@@ -393,8 +404,8 @@ def test_a_job_of_the_waiting_cell_that_the_loop_stopped_waiting_for_never_fails
             await asyncio.sleep(0.01)
 
     async def scenario() -> str:
-        await until(runner.cell_waits)  # (this runs on the loop as soon as submitted, maybe before the cell waits)
-        asked = asyncio.ensure_future(runner.in_waiting_cell(job))
+        await until(lambda: runner.cell_serves("a call"))  # (this runs on the loop as soon as submitted: maybe first)
+        asked = asyncio.ensure_future(runner.in_waiting_cell(job, "a call"))
         await until(started.is_set)  # the cell has the job
         asked.cancel()
         withdrawn.set()
@@ -403,4 +414,23 @@ def test_a_job_of_the_waiting_cell_that_the_loop_stopped_waiting_for_never_fails
         return "the call's result"
 
     assert threading.current_thread() is threading.main_thread()  # (only a cell's thread serves the loop's jobs)
-    assert runner.run(scenario) == "the call's result"
+    assert runner.wait(runner.submit(scenario), serving=("a call",)) == "the call's result"
+
+
+def test_a_cell_that_waits_for_one_call_never_runs_what_is_asked_for_another() -> None:
+    """What the loop asks of the waiting cell names what it belongs to: the cell that waits for one call runs only
+    that call's jobs; for another, nobody is waiting (``NoWaitingCell`` at once), and the job is never run."""
+    ran: list[str] = []
+
+    async def scenario() -> list[str]:
+        outcomes = []
+        for key in ("another call", "this call"):
+            try:
+                outcomes.append(await runner.in_waiting_cell(lambda key=key: ran.append(key) or key, key))
+            except runner.NoWaitingCell:
+                outcomes.append(f"nobody waits for {key}")
+        return outcomes
+
+    waited = runner.wait(runner.submit(scenario), serving=("this call",))
+    assert waited == ["nobody waits for another call", "this call"] and ran == ["this call"]
+    assert not runner.cell_serves("this call")  # the wait is over

@@ -13,7 +13,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from concurrent.futures import Future, InvalidStateError
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Generic, TypeVar
@@ -121,17 +121,18 @@ def submit(func: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> Future[T]
     return asyncio.run_coroutine_threadsafe(func(*args), _loop)
 
 
-def wait(future: Future[T], *, on_interrupt: Callable[[], object] | None = None) -> T:
+def wait(future: Future[T], *, on_interrupt: Callable[[], object] | None = None, serving: Iterable[object] = ()) -> T:
     """Wait for ``future``; a KeyboardInterrupt calls ``on_interrupt`` (default: cancel the future) and
     raises ``mcp_interrupted``. A group of exceptions is unwrapped so a person sees the one that matters, and an
     ``McpSessionError`` arrives without the chain it was raised in: a traceback shows its message, never an SDK
     error that quotes what a server said.
 
-    A wait on the main thread (a cell's) also runs what the loop asks of it meanwhile (``in_waiting_cell``):
-    only there can a person be shown something and answer."""
+    A wait on the main thread (a cell's) also runs what the loop asks of it meanwhile for what it waits for
+    (``serving``: the keys ``in_waiting_cell`` is asked with, e.g. a call's): only there can a person be shown
+    something and answer, and only what belongs to what the cell waits for reaches it."""
     try:
         if threading.current_thread() is threading.main_thread():
-            _serve_until(future)
+            _serve_until(future, frozenset(serving))
         return future.result()
     except KeyboardInterrupt:
         (on_interrupt or future.cancel)()
@@ -147,10 +148,12 @@ class NoWaitingCell(LookupError):
     """The loop asked for the waiting cell and no cell waits (the work runs after its cell ended)."""
 
 
-# What the loop asks of the cell that waits: (func, answer) jobs, and the futures of waits that are done (the
-# signal to stop serving). ``_cell_waits`` counts the main thread's waits in progress; both change under ``_lock``.
-_cell_jobs: queue.Queue[tuple[Callable[[], Any], Future[Any]] | Future[Any]] = queue.Queue()
-_cell_waits = 0
+# What the loop asks of the cell that waits: (key, func, answer) jobs, and the futures of waits that are done (the
+# signal to stop serving). ``_served`` holds the keys each of the main thread's waits in progress serves (the innermost
+# last); both change under ``_lock``.
+Job = tuple[object, Callable[[], Any], Future[Any]]
+_cell_jobs: queue.Queue[Job | Future[Any]] = queue.Queue()
+_served: list[frozenset[object]] = []
 # What the waiting cell does every ``WAIT_TICK_SECONDS`` besides (print a running call's progress: only the cell's
 # own thread can write to its output). Changed by ``while_waiting``, on the main thread only.
 _cell_ticks: list[Callable[[], object]] = []
@@ -172,20 +175,22 @@ class while_waiting:  # (a class, not a generator: every call enters one)
         self._tick()
 
 
-def _serve_until(future: Future[Any]) -> None:
-    """Run the loop's jobs until ``future`` is done (a KeyboardInterrupt ends the job and the wait), and the ticks
-    of ``while_waiting`` meanwhile."""
-    global _cell_waits
+def _serve_until(future: Future[Any], keys: frozenset[object]) -> None:
+    """Run the loop's jobs for ``keys`` until ``future`` is done (a KeyboardInterrupt ends the job and the wait), and
+    the ticks of ``while_waiting`` meanwhile. A job for an outer wait's keys is left to that wait."""
     with _lock:
-        _cell_waits += 1
+        _served.append(keys)
     future.add_done_callback(_cell_jobs.put)
+    outer: list[Job] = []
     try:
         next_tick = time.monotonic() + WAIT_TICK_SECONDS
         while not future.done():
             try:
                 job = _cell_jobs.get(timeout=max(next_tick - time.monotonic(), 0.0) if _cell_ticks else None)
-                if isinstance(job, tuple):  # else the done-signal of this or an earlier wait
-                    _run_job(*job)
+                if isinstance(job, tuple) and job[0] in keys:  # else the done-signal of a wait, or an outer's job
+                    _run_job(*job[1:])
+                elif isinstance(job, tuple):
+                    outer.append(job)
             except queue.Empty:
                 pass
             if _cell_ticks and time.monotonic() >= next_tick:
@@ -194,12 +199,16 @@ def _serve_until(future: Future[Any]) -> None:
                     tick()
     finally:
         with _lock:
-            _cell_waits -= 1
-            if not _cell_waits:  # asked as the last wait ended: nobody will do it
-                while not _cell_jobs.empty():
-                    job = _cell_jobs.get_nowait()
-                    if isinstance(job, tuple):
-                        job[1].set_exception(NoWaitingCell("the cell stopped waiting"))
+            _served.pop()
+            while not _cell_jobs.empty():
+                item = _cell_jobs.get_nowait()
+                if isinstance(item, tuple):
+                    outer.append(item)
+            for job in outer:  # a job no wait serves any more: nobody will do it
+                if _serves(job[0]):
+                    _cell_jobs.put(job)
+                elif job[2].set_running_or_notify_cancel():  # (else the loop stopped waiting for it)
+                    job[2].set_exception(NoWaitingCell("the cell stopped waiting"))
 
 
 def _run_job(func: Callable[[], Any], answer: Future[Any]) -> None:
@@ -216,20 +225,25 @@ def _run_job(func: Callable[[], Any], answer: Future[Any]) -> None:
         raise
 
 
-def cell_waits() -> bool:
-    """Whether a cell waits for the loop now (``in_waiting_cell`` can reach it)."""
+def _serves(key: object) -> bool:
+    return any(key in keys for keys in _served)
+
+
+def cell_serves(key: object) -> bool:
+    """Whether a cell waits for the loop now for ``key`` (``in_waiting_cell(..., key)`` can reach it)."""
     with _lock:
-        return _cell_waits > 0
+        return _serves(key)
 
 
-async def in_waiting_cell(func: Callable[[], T]) -> T:
-    """Run ``func()`` on the thread of the cell that waits for the loop (e.g. to show a person something and
-    take their answer); raises ``NoWaitingCell`` when no cell waits."""
+async def in_waiting_cell(func: Callable[[], T], key: object) -> T:
+    """Run ``func()`` on the thread of the cell that waits for ``key`` (what it waits for: a call, a connection), e.g.
+    to show a person something and take their answer; raises ``NoWaitingCell`` when no cell waits for it. A cell that
+    waits for something else never sees it."""
     answer: Future[T] = Future()
     with _lock:
-        if not _cell_waits:
-            raise NoWaitingCell("no cell is waiting")
-        _cell_jobs.put((func, answer))
+        if not _serves(key):
+            raise NoWaitingCell("no cell is waiting for it")
+        _cell_jobs.put((key, func, answer))
     return await asyncio.wrap_future(answer)
 
 
@@ -271,11 +285,12 @@ class HostedContext(Generic[T]):
         """Whether the owner task is still there (opening, open or leaving)."""
         return self._task is not None and not self._task.done()
 
-    def open(self, *args: Any) -> T:
-        """Enter ``make(*args)`` in the owner task and wait for it; an interrupt cancels the opening."""
+    def open(self, *args: Any, serving: Iterable[object] = ()) -> T:
+        """Enter ``make(*args)`` in the owner task and wait for it (``serving`` as ``wait``'s); an interrupt cancels
+        the opening."""
         self._task = submit(self._own, *args)
         try:
-            return wait(self._entered, on_interrupt=self._task.cancel)
+            return wait(self._entered, on_interrupt=self._task.cancel, serving=serving)
         except BaseException:
             self._task.cancel()
             raise

@@ -44,6 +44,11 @@ OFFERING_UNKNOWN = "mcp_offering_unknown"  # a resource, resource template or pr
 ANSWER_FAILED = "mcp_answer_failed"  # the session's handler raised, or no person could be asked
 ANSWER_INVALID = "mcp_answer_invalid"  # the handler's answer is not the result the question takes
 QUESTION_DECLINED = "mcp_question_declined"  # the person (or the handler) declined a sampling request
+# Consent: a question asked outside a call of its own session, of a method its protocol lacks, a form outside MCP's
+# restricted form or an address that hides where it goes (declined); refused before anyone is asked.
+QUESTION_REFUSED = "mcp_question_refused"
+QUESTION_WITHDRAWN = "mcp_question_withdrawn"  # the server withdrew its question (notifications/cancelled)
+CANCELLED = "notifications/cancelled"  # either side stops waiting for a request of its own
 
 # Error codes shared with purra-mcp.
 BINDING_INVALID = "mcp_binding_invalid"

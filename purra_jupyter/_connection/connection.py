@@ -36,6 +36,7 @@ from .._base.errors import McpSessionError
 from .._base.session_log import LogEntry, SessionLog
 from .._base.transcript import RECEIVED, SENT, Transcript
 from .._base.wire import (
+    CANCELLED,
     CLOSED,
     CONFIG_INVALID,
     CONNECTING,
@@ -47,6 +48,7 @@ from .._base.wire import (
     EVENT_SDK,
     EVENT_SETTING,
     FAILED,
+    HTTP,
     READY,
     STALE,
     STATES,
@@ -57,7 +59,7 @@ from .._transports.stdio import EXIT_SECONDS, StderrTail
 from . import purra_adapter
 from .handshake import accept_protocol, initialize
 from .notices import ServerNotices
-from .questions import Answers, QuestionDesk
+from .questions import Answers, QuestionDesk, Session
 from .seam import ErrorSeam, purra_refusal, unreadable
 from .tracking import WAITING, CancelToken, Deadline, RequestTracker
 
@@ -83,18 +85,31 @@ _connection_var: ContextVar[Connection | None] = ContextVar("purra_jupyter_conne
 
 class _WatchedStream(ObjectReceiveStream[Any]):
     """The transport's read stream, as ``ClientSession`` reads it, noticing the moment the server's
-    stream ends (a server that exits), so the session fails at once instead of at the next timeout."""
+    stream ends (a server that exits), so the session fails at once instead of at the next timeout, and a withdrawal of
+    a question (``on_withdrawal(request_id)``) before the SDK acts on it."""
 
-    def __init__(self, inner: ObjectReceiveStream[Any], on_end: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        inner: ObjectReceiveStream[Any],
+        on_end: Callable[[], Awaitable[None]],
+        on_withdrawal: Callable[[RequestId], None],
+    ) -> None:
         self._inner = inner
         self._on_end = on_end
+        self._on_withdrawal = on_withdrawal
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except anyio.EndOfStream:
             await self._on_end()
             raise
+        root = getattr(getattr(item, "message", None), "root", None)
+        if getattr(root, "method", None) == CANCELLED and isinstance(getattr(root, "params", None), dict):
+            request_id = root.params.get("requestId")  # type: ignore[union-attr]
+            if isinstance(request_id, str | int):
+                self._on_withdrawal(request_id)
+        return item
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -200,13 +215,8 @@ def client_session_class(
 
     class KitClientSession(ClientSession):
         async def _received_request(self, responder: Any) -> None:
-            answered = desk.methods().get(getattr(responder.request.root, "method", ""))
-            if answered:
-                desk.answer_apart(partial(super()._received_request, responder))
-                return
-            if answered is False:
-                desk.refused(responder.request.root.method)
-            await super()._received_request(responder)
+            if not await desk.receive(responder, partial(super()._received_request, responder)):
+                await super()._received_request(responder)
 
         async def send_request(self, request: Any, *args: Any, **kwargs: Any) -> Any:
             root = getattr(request, "root", None)
@@ -348,7 +358,8 @@ class Connection(HasTraits):
         )
         roots = tuple(str(uri) for uri in config.roots) if config.roots is not None else None
         answers = replace(answers or Answers(), roots=roots)
-        self.questions = QuestionDesk(answers, self.log, self.scrub, self.requests.persons_turn)
+        asked = Session(config.name, self._protocol, self._calls_asking, self.requests.persons_turn)
+        self.questions = QuestionDesk(answers, self.log, self.scrub, asked)
         self._monitor: McpCatalogMonitor | None = None
         self.hello = ServerHello()
         self.protocol_refused: str | None = None  # why a PurrA host refuses the protocol (one line); None: accepted
@@ -388,6 +399,15 @@ class Connection(HasTraits):
         version = self.hello.protocol_version or ""
         return f"{version} ({self.protocol_refused}: raw path only)" if self.protocol_refused else version
 
+    def _protocol(self) -> str | None:
+        return self.hello.protocol_version
+
+    def _calls_asking(self, related: RequestId | None) -> tuple[CancelToken, ...]:
+        """The running calls a question of the server belongs to: over HTTP the stream it came on ties it to a request
+        (or to none: the server's own stream); elsewhere only what the server's SDK says does (see
+        ``RequestTracker.calls_asking``)."""
+        return self.requests.calls_asking(related, tied=self.link.kind == HTTP)
+
     def check_purra_protocol(self) -> None:
         """Refuse (``mcp_protocol_unsupported``) what only the PurrA path does when a PurrA host refuses the
         session's protocol."""
@@ -411,7 +431,7 @@ class Connection(HasTraits):
         self.ending.connect_deadline = deadline
         failure: BaseException | None = None
         try:
-            result = self._host.open(deadline)
+            result = self._host.open(deadline, serving=(self.requests,))
         except Exception as exc:
             failure = self.errors.connect_failure(exc, deadline)
         except BaseException as exc:  # an interrupt: the connect ends now, the server in the background
@@ -433,6 +453,7 @@ class Connection(HasTraits):
             max_message_bytes=lambda: message_bytes(self._limits),
             grace=lambda: self.ending.grace(self.state == CONNECTING),
             persons_turn=self.requests.persons_turn,
+            waiting_cell=self.requests,
         )
 
     @asynccontextmanager
@@ -444,7 +465,7 @@ class Connection(HasTraits):
             self._monitor, self._limits = await load_client(self.config, self._limits, deadline, started)
             extensions = client_extensions(bool(self.config.views))
             session_class = client_session_class(extensions, self.requests, self.questions)
-            watched = _WatchedStream(read, self._stream_ended)
+            watched = _WatchedStream(read, self._stream_ended, self.questions.withdrawing)
             recording = _RecordingStream(write, self.requests.sent, recorder(self.transcript))
             # (ClientSession reads and writes any anyio object stream; its annotation names the memory streams)
             client = await stack.enter_async_context(
@@ -574,7 +595,7 @@ class Connection(HasTraits):
         and raises ``mcp_interrupted``."""
         token = cancel or CancelToken()
         future: Future[T] = runner.submit(self.run, func, timeout, token)
-        return runner.wait(future, on_interrupt=token.interrupt)
+        return runner.wait(future, on_interrupt=token.interrupt, serving=(self.requests,))
 
     async def run(
         self,

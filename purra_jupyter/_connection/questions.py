@@ -6,26 +6,47 @@ Each is answered only when the session was given a way to (``Answers``); the SDK
 callback it is given, so a session without one declares nothing and the SDK answers the server with an error at
 once. Every question and its answer is a row of the session log (the transcript has the messages themselves).
 
+Consent is exact (``QuestionDesk.receive``, before anything is shown or built): a sampling or elicitation request is
+answered only while a call of this session runs (over HTTP, and in memory, the call whose request it came with; over
+stdio, which ties nothing, the calls running now), and reaches only the person or function answering for that call;
+a method the session's protocol does not have is refused as unknown; a form outside MCP's restricted form and an
+address that hides where it goes are refused (``_base.consent``). A refusal is an answer to the server at once and a
+coded log row.
+
 mcp 1.29.1 awaits a request's callback inside its one receive loop: a person's turn there would hold every other
 message of the session, the server's withdrawal of its question included. So a question is answered in a task of
-its own (``KitClientSession`` hands it to ``QuestionDesk.answer_apart``), and the person's turn holds the
-session's deadlines meanwhile.
+its own (``answer_apart``), and the person's turn holds the session's deadlines meanwhile. A withdrawal
+(``notifications/cancelled`` for an open question) ends that question alone: the SDK cancels its task and answers
+the server, the person is told (``Asking.withdrawn``), the log says so, and the session goes on.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import threading
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
+
+import anyio
 
 from .._base import runner
 from .._base.config import Scrubber
+from .._base.consent import Destination, Field, Refused, destination, form_fields, quoted
 from .._base.session_log import DETAIL_CHARS, SessionLog
 from .._base.visible import one_line
-from .._base.wire import ANSWER_FAILED, ANSWER_INVALID, EVENT_ASKED, QUESTION_DECLINED
+from .._base.wire import (
+    ANSWER_FAILED,
+    ANSWER_INVALID,
+    EVENT_ASKED,
+    QUESTION_DECLINED,
+    QUESTION_REFUSED,
+    QUESTION_WITHDRAWN,
+)
+from .._transports.base import RequestId
+from .tracking import CancelToken
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -40,6 +61,10 @@ METHODS = {SAMPLING: "sampling/createMessage", ELICITATION: "elicitation/create"
 # threads); one more is refused at once, so a server that floods questions gets errors, not a wall of widgets.
 QUESTIONS_AT_ONCE = 3
 USER_REJECTED = -1  # the JSON-RPC code the spec gives a person's refusal of a sampling request
+# The protocol a question first came in: a session of an older one refuses it as unknown (its server cannot mean it).
+SINCE = {METHODS[ELICITATION]: "2025-06-18"}
+URL_SINCE = "2025-11-25"  # an elicitation of an address (``mode: "url"``), and sampling with tools
+ENTER_SECONDS = 5.0  # how long the receive loop waits for a question's task to take it (see ``answer_apart``)
 
 
 class Declined(Exception):
@@ -47,11 +72,32 @@ class Declined(Exception):
 
 
 @dataclass(frozen=True)
-class Answerer:
-    """How one kind of question is answered: ``answer(params)`` takes the request's params as JSON and gives the
-    result as JSON. ``person``: a person answers (the session's deadlines wait for them; code keeps them)."""
+class Asking:
+    """Who asks, in which call, and what was read of the question before anyone sees it: ``calls`` are the tokens of
+    the calls it belongs to (one, but over stdio every call of the session running now), where a person is asked;
+    ``fields`` a form's fields, ``destination`` where an address goes. ``withdrawn`` is set when the server withdraws
+    the question (from the loop): whoever answers sends nothing after that."""
 
-    answer: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+    server: str
+    calls: tuple[CancelToken, ...]
+    fields: tuple[Field, ...] = ()
+    destination: Destination | None = None
+    withdrawn: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def call(self) -> str:
+        """The call, as a heading names it: ``its call of "search"`` (or ``one of its calls: ...``)."""
+        names = [quoted(token.call or "") for token in self.calls]
+        return f"its call of {names[0]}" if len(names) == 1 else f"one of its running calls: {', '.join(names)}"
+
+
+@dataclass(frozen=True)
+class Answerer:
+    """How one kind of question is answered: ``answer(params, asking)`` takes the request's params as JSON and who
+    asks, and gives the result as JSON. ``person``: a person answers (the session's deadlines wait for them; code
+    keeps them)."""
+
+    answer: Callable[[dict[str, Any], Asking], Awaitable[dict[str, Any]]]
     person: bool = False
 
 
@@ -75,7 +121,7 @@ def code_answerer(answer: Callable[[dict[str, Any]], Any]) -> Answerer:
     the SDK). A coroutine function runs on the kit's loop; any other in a thread of its own, so that a model
     client that blocks holds neither the loop nor the kernel."""
 
-    async def answered(params: dict[str, Any]) -> dict[str, Any]:
+    async def answered(params: dict[str, Any], asking: Asking) -> dict[str, Any]:
         if inspect.iscoroutinefunction(answer):
             result = await answer(params)
         else:
@@ -86,22 +132,30 @@ def code_answerer(answer: Callable[[dict[str, Any]], Any]) -> Answerer:
     return Answerer(answered)
 
 
+@dataclass(frozen=True)
+class Session:
+    """What the desk asks of its connection: its ``server`` name, its ``protocol`` (``None`` before ``initialize``),
+    the calls a question belongs to (``calls(related)``, see ``RequestTracker.calls_asking``) and the person's turn
+    (which holds the session's deadlines)."""
+
+    server: str
+    protocol: Callable[[], str | None]
+    calls: Callable[[RequestId | None], tuple[CancelToken, ...]]
+    persons_turn: Callable[[], AbstractAsyncContextManager[None]]
+
+
 class QuestionDesk:
     """Answers the questions of one connection's server, logging each (scrubbed, on one line)."""
 
-    def __init__(
-        self,
-        answers: Answers,
-        log: SessionLog,
-        scrub: Scrubber,
-        persons_turn: Callable[[], AbstractAsyncContextManager[None]],
-    ) -> None:
+    def __init__(self, answers: Answers, log: SessionLog, scrub: Scrubber, session: Session) -> None:
         self.answers = answers
         self._log = log
         self._scrub = scrub
-        self._persons_turn = persons_turn
+        self._session = session
         self._tasks: TaskGroup | None = None
         self._open = 0  # questions being answered now (on the loop)
+        self._asking: dict[RequestId, Asking] = {}  # questions admitted, until their task takes them
+        self._taken: dict[RequestId, anyio.Event] = {}  # set once a question's task took it (see ``answer_apart``)
 
     def start(self, tasks: TaskGroup) -> None:
         """The session is up: questions are answered in tasks of ``tasks`` (which end with the session)."""
@@ -120,18 +174,110 @@ class QuestionDesk:
         present = set(self.answers.declared())
         return {method: kind in present for kind, method in METHODS.items()}
 
-    def answer_apart(self, answer: Callable[[], Awaitable[None]]) -> None:
-        """Answer a question in a task of its own (see the module's docstring); what escapes it is logged, never
-        the session's end."""
+    async def receive(self, responder: Any, answer: Callable[[], Awaitable[None]]) -> bool:
+        """Take a request of the server's that this desk answers (``answer()`` is the SDK's answering of it, which
+        calls back here); ``False`` leaves it to the SDK (not a question, or one this session refuses: the SDK says
+        it is not supported). A question that consent refuses is answered here, at once."""
+        from mcp import types
+
+        root = responder.request.root
+        method = str(getattr(root, "method", ""))
+        answered = self.methods().get(method)
+        if answered is None or not answered:
+            if answered is False:
+                self.refused(method)
+            return False
+        try:
+            asking = self._admitted(method, root.params, responder.message_metadata)
+        except _Unknown as unknown:  # as the JSON-RPC error of a method the client does not have
+            error = types.ErrorData(code=types.METHOD_NOT_FOUND, message="Method not found")
+            await self._refuse(responder, method, unknown.reason, error)
+            return True
+        except Refused as refused:
+            error = types.ErrorData(code=types.INVALID_REQUEST, message=f"Refused by the client: {refused.reason}.")
+            await self._refuse(responder, method, refused.reason, error)
+            return True
+        except _Declined as declined:
+            decline = types.ClientResult(types.ElicitResult(action="decline"))
+            await self._refuse(responder, method, f"{declined.reason}; declined", decline)
+            return True
+        if asking is not None:
+            self._asking[responder.request_id] = asking
+        await self._answer_apart(responder, answer)
+        return True
+
+    def _admitted(self, method: str, params: Any, metadata: Any) -> Asking | None:
+        """Who asks and in which call, or why the question is refused (``Refused``; ``_Declined`` for an address
+        that is declined)."""
+        protocol = self._session.protocol() or "9999"
+        if protocol < SINCE.get(method, ""):
+            raise _Unknown(f"unknown method: {method} is not part of the session's protocol {protocol}")
+        if method == METHODS[ROOTS]:
+            return None
+        mode = getattr(params, "mode", None)
+        if (mode == "url" or getattr(params, "tools", None)) and protocol < URL_SINCE:
+            what = "an address to visit" if mode == "url" else "sampling with tools"
+            raise _Unknown(f"unknown method: {what} is not part of the session's protocol {protocol}")
+        calls = self._session.calls(getattr(metadata, "related_request_id", None))
+        if not calls:
+            raise Refused("no call of this session is running: a question is answered only during a call of its own")
+        asking = Asking(self._session.server, calls)
+        if method != METHODS[ELICITATION]:
+            return asking
+        if mode == "url":
+            try:
+                return Asking(asking.server, calls, destination=destination(params.url))
+            except Refused as refused:
+                raise _Declined(refused.reason) from None
+        return Asking(asking.server, calls, fields=form_fields(params.requestedSchema))
+
+    async def _refuse(self, responder: Any, method: str, reason: str, answer: Any) -> None:
+        self._log.add(EVENT_ASKED, f"{method}: {QUESTION_REFUSED} {reason}")
+        with responder:
+            await responder.respond(answer)
+
+    async def _answer_apart(self, responder: Any, answer: Callable[[], Awaitable[None]]) -> None:
+        """Answer a question in a task of its own (see the module's docstring): what escapes it is logged, never the
+        session's end. The receive loop waits until the task took the question (the SDK can withdraw only a question
+        taken; mcp 1.29.1 lets that cancellation escape the task: it ends here)."""
+        request_id = responder.request_id
+        taken = self._taken[request_id] = anyio.Event()
 
         async def apart() -> None:
             try:
                 await answer()
+            except anyio.get_cancelled_exc_class():
+                if not responder.cancelled:  # the session's end
+                    raise
+                self._withdrawn(responder)
             except Exception as exc:  # (e.g. the answer could not be sent: the session is ending)
                 self._log.add(EVENT_ASKED, f"answering failed: {exc.__class__.__name__}")
+            finally:
+                self._took(request_id)
+                self._asking.pop(request_id, None)
 
         assert self._tasks is not None  # (questions come once the session is up)
         self._tasks.start_soon(apart)
+        with anyio.move_on_after(ENTER_SECONDS):
+            await taken.wait()
+
+    def withdrawing(self, request_id: RequestId) -> None:
+        """The server withdraws ``request_id`` (its ``notifications/cancelled`` is about to reach the SDK, which ends
+        the question and answers the server): whoever answers knows it before the server hears anything."""
+        asking = self._asking.get(request_id)
+        if asking is not None:
+            asking.withdrawn.set()
+
+    def _took(self, request_id: RequestId) -> None:
+        taken = self._taken.pop(request_id, None)
+        if taken is not None:
+            taken.set()
+
+    def _withdrawn(self, responder: Any) -> None:
+        method = str(getattr(responder.request.root, "method", ""))
+        self.withdrawing(responder.request_id)
+        self._log.add(EVENT_ASKED, f"{method}: {QUESTION_WITHDRAWN} by the server before it was answered; nothing "
+                      "was sent, the session goes on")  # fmt: skip
 
     def callbacks(self) -> dict[str, Any]:
         """The SDK's ``ClientSession`` callbacks for the kinds this session answers (only those: the SDK declares
@@ -154,29 +300,33 @@ class QuestionDesk:
         from mcp import types
 
         model = types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
-        return await self._ask(SAMPLING, self.answers.sampling, params, model)
+        return await self._ask(SAMPLING, context.request_id, params, model)
 
     async def _elicitation(self, context: Any, params: types.ElicitRequestParams) -> Any:
         from mcp import types
 
-        return await self._ask(ELICITATION, self.answers.elicitation, params, types.ElicitResult)
+        return await self._ask(ELICITATION, context.request_id, params, types.ElicitResult)
 
     async def _roots(self, context: Any) -> Any:
         from mcp import types
 
+        self._took(context.request_id)
         uris = self.answers.roots or ()
         roots = [types.Root(uri=uri, name=root_name(uri)) for uri in uris]  # type: ignore[arg-type]
         self._log.add(EVENT_ASKED, f"{METHODS[ROOTS]}: answered {len(roots)} root(s): {', '.join(uris)}")
         return types.ListRootsResult(roots=roots)
 
-    async def _ask(self, kind: str, answerer: Answerer | None, params: Any, model: Any) -> Any:
+    async def _ask(self, kind: str, request_id: RequestId, params: Any, model: Any) -> Any:
         """One question: the answerer's JSON, checked against the result's model; a failure is an error to the
         server (never the session's end) and a log row with its code."""
         from mcp import types
         from pydantic import ValidationError
 
+        self._took(request_id)
         method = METHODS[kind]
-        assert answerer is not None  # (a callback exists only for a kind with an answerer)
+        answerer = self.answers.sampling if kind == SAMPLING else self.answers.elicitation
+        asking = self._asking.get(request_id)
+        assert answerer is not None and asking is not None  # (a callback only for a kind answered, once admitted)
         request = params.model_dump(mode="json", by_alias=True, exclude_none=True)
         self._log.add(EVENT_ASKED, f"{method}: asked {self._line(request)}")
         if self._open >= QUESTIONS_AT_ONCE:  # a flood: neither a person nor a thread per question
@@ -186,10 +336,10 @@ class QuestionDesk:
         self._open += 1
         try:
             if answerer.person:
-                async with self._persons_turn():
-                    answer = await answerer.answer(request)
+                async with self._session.persons_turn():
+                    answer = await answerer.answer(request, asking)
             else:
-                answer = await answerer.answer(request)
+                answer = await answerer.answer(request, asking)
         except Declined as declined:
             self._log.add(EVENT_ASKED, f"{method}: {QUESTION_DECLINED} {self._scrub(str(declined))}")
             return types.ErrorData(code=USER_REJECTED, message=f"The client declined: {declined}")
@@ -214,6 +364,18 @@ class QuestionDesk:
         return one_line(self._scrub(json.dumps(value, ensure_ascii=False)), DETAIL_CHARS)
 
 
+class _Unknown(Refused):
+    """A method (or a mode of one) the session's protocol does not have: refused as a client that does not know it."""
+
+
+class _Declined(Exception):
+    """An address a person is not shown: the server gets "decline" (``reason`` says why, for the log)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _who(way: Answerer | None) -> str:
     return "refused" if way is None else "a person" if way.person else "a function"
 
@@ -234,8 +396,10 @@ __all__ = [
     "USER_REJECTED",
     "Answerer",
     "Answers",
+    "Asking",
     "Declined",
     "QuestionDesk",
+    "Session",
     "code_answerer",
     "root_name",
 ]

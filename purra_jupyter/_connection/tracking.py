@@ -20,7 +20,7 @@ import asyncio
 import math
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -65,9 +65,12 @@ class Deadline:
 class CancelToken:
     """Stops the requests it covers, from any thread: each ends with ``code`` and is cancelled on the server.
 
-    A request started after ``cancel()`` is not sent at all."""
+    A request started after ``cancel()`` is not sent at all. A token of a call a person made names it (``call``, the
+    tool as shown): the server's questions meanwhile belong to it, and the cell that waits for it (or its widget) is
+    where they are asked."""
 
-    def __init__(self) -> None:
+    def __init__(self, call: str | None = None) -> None:
+        self.call = call
         self.code: str | None = None
         self.reason = ""
         self._requests: set[Request] = set()
@@ -101,6 +104,7 @@ class Request:
     tracker: RequestTracker
     deadline: Deadline  # when the kit stops waiting (moved on by a person's turn)
     limit: float  # the seconds it had when it started (what a timeout says)
+    cancel: CancelToken | None = None  # what stops it; a call's names the call
     ids: list[RequestId] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)
     stop: asyncio.Timeout | None = None  # what stops the wait's ``send()``, while it runs
@@ -170,7 +174,7 @@ class RequestTracker:
         ``translate`` made of what it raised, or the code it was abandoned with)."""
         if cancel is not None and cancel.code is not None:
             raise McpSessionError(cancel.code, f"{cancel.reason}; nothing was sent.")
-        request = Request(self, deadline, deadline.remaining())
+        request = Request(self, deadline, deadline.remaining(), cancel)
         self._waits.add(request)
         self._watch(request)
         token = _request_var.set(request)
@@ -361,6 +365,18 @@ class RequestTracker:
         if request is not None and server_text:
             request.server_text = self._scrub.words(server_text)
         return False
+
+    def calls_asking(self, related: RequestId | None, *, tied: bool) -> tuple[CancelToken, ...]:
+        """The running calls a question of the server belongs to: the call whose request ``related`` is (the request
+        the transport says the question came with), or, where a transport does not tie questions to requests
+        (``tied=False``: stdio), every call running now; none when the question belongs to no running call."""
+        if related is not None or tied:
+            request = self._pending.get(related) if related is not None else None
+            waits: Iterable[Request] = (request,) if request is not None else ()
+        else:
+            waits = self._waits
+        tokens = (wait.cancel for wait in waits if wait.ended is None and wait.cancel is not None)
+        return tuple(dict.fromkeys(token for token in tokens if token.call is not None and token.code is None))
 
     def server_text(self) -> str:
         """The server's own error text in the answers to the current wait (inside ``run``), or ``""``."""

@@ -610,7 +610,7 @@ class Call(Observed):
         self.state = PENDING
         self.result = None
         self.arguments_digest = job.digest()
-        self._cancel = CancelToken()
+        self._cancel = CancelToken(call=job.label)  # (the server's questions meanwhile belong to this call)
         self.activity = Activity(job.connection.scrub)  # what the server says of the call while it runs
         self._future: Future[None] | None = None
         self.decision: Decision | None = None  # set when decided (a void says why instead)
@@ -624,6 +624,12 @@ class Call(Observed):
     @property
     def connection(self) -> Connection:
         return self.job.connection
+
+    @property
+    def token(self) -> CancelToken:
+        """What stops this call's requests, and names the call: a question of its server meanwhile is asked where
+        this token is served (the cell that waits for the call, or its widget)."""
+        return self._cancel
 
     def approve(self, how: str = "approved with PendingCall.approve()") -> None:
         """Approve this exact call; it runs on the loop, so the kernel is not held."""
@@ -667,7 +673,7 @@ class Call(Observed):
         if future is None:
             return self.result
         try:
-            runner.wait(future, on_interrupt=self._cancel.interrupt)
+            runner.wait(future, on_interrupt=self._cancel.interrupt, serving=(self._cancel, self.connection.requests))
         except McpSessionError as error:
             if error.code != INTERRUPTED:
                 raise

@@ -77,9 +77,7 @@ def connect(
     config = with_views_decided(config)
     if not isinstance(record, bool):
         raise McpSessionError(CONFIG_INVALID, "record must be True or False.")
-    answers = Answers(
-        sampling=answerer(SAMPLING, sampling, config.name), elicitation=answerer(ELICITATION, elicitation, config.name)
-    )
+    answers = Answers(sampling=answerer(SAMPLING, sampling), elicitation=answerer(ELICITATION, elicitation))
     connection = Connection(config, transport_for(config), limits=limits, record=record, answers=answers)
     with registry.reserving(config.name):
         deadline = Deadline(config.timeout, "connecting")
@@ -97,8 +95,8 @@ def connect(
     return session
 
 
-def answerer(kind: str, way: str | Callable[[dict[str, Any]], Any] | None, server: str) -> Answerer | None:
-    """How ``kind`` of question is answered for session ``server``, from what ``connect`` was given."""
+def answerer(kind: str, way: str | Callable[[dict[str, Any]], Any] | None) -> Answerer | None:
+    """How ``kind`` of question is answered, from what ``connect`` was given."""
     if way is IN_A_KERNEL:
         from .._ui.records import in_kernel
 
@@ -108,7 +106,7 @@ def answerer(kind: str, way: str | Callable[[dict[str, Any]], Any] | None, serve
     if way == "prompt":
         from .._ui.questions import prompt_answerer
 
-        return prompt_answerer(kind, server)
+        return prompt_answerer(kind)
     if callable(way):
         return code_answerer(way)
     raise McpSessionError(

@@ -53,6 +53,7 @@ class TransportContext:
     max_message_bytes: Callable[[], int]  # the most of one message to keep (known once the limits are)
     grace: Callable[[], float]  # seconds each step of ending the server may take, asked when it ends
     persons_turn: Callable[[], AbstractAsyncContextManager[None]]  # no wait times out while a person acts
+    waiting_cell: object  # what a cell waiting for this connection serves (``runner.in_waiting_cell``'s key)
 
 
 class Transport(Protocol):

@@ -39,7 +39,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.auth.exceptions import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 from mcp.client.streamable_http import LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp.types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCResponse, RequestId
 
 from .._base.config import ServerConfig, is_secure, redact_url
@@ -359,11 +359,14 @@ class _Exchanges:
 
     async def _take(self, message: JSONRPCMessage | None, sent: _Sent | None) -> bool:
         """Forward one server message to the session (none: the ingress dropped it); ``True`` when it is the answer
-        to ``sent``."""
+        to ``sent``. A request of the server's on the stream of ``sent`` relates to it (the spec's rule, and what the
+        SDK's server does): it goes on with ``sent``'s id, so a question is tied to the call it came with."""
         if message is None:
             return False
         answer = sent is not None and self._answers(message.root, sent)
-        await self._incoming.send(SessionMessage(message))
+        related = sent.id if sent is not None and isinstance(message.root, JSONRPCRequest) else None
+        metadata = ServerMessageMetadata(related_request_id=related) if related is not None else None
+        await self._incoming.send(SessionMessage(message, metadata=metadata))
         return answer
 
     def _answers(self, root: object, sent: _Sent) -> bool:
@@ -663,7 +666,7 @@ class StreamableHttpTransport:
         config = self._config
         person = None
         if config.oauth is not None and self._ask is not None:
-            person = Person(config.name, self._ask, context.persons_turn, config.oauth.timeout)
+            person = Person(config.name, self._ask, context.persons_turn, config.oauth.timeout, context.waiting_cell)
         events = TransportEvents(context.request_failed, context.session_ended, context.note)
         opened = open_http(config, events, max_message_bytes=context.max_message_bytes(), ingress=context.ingress,
                            grace=context.grace, person=person)  # fmt: skip

@@ -105,16 +105,17 @@ class Ingress:
             self._record(data.decode(errors="replace") if isinstance(data, bytes) else data)
         return message
 
-    def admitted(self, data: bytes | str) -> Any:
-        """What a transport hands the SDK for ``data``: its ``SessionMessage``, the ``NotJsonRpc`` that says why it is
-        not one (the session decides what that means), or ``None`` when it is dropped."""
+    def admitted(self, data: bytes | str, metadata: Any = None) -> Any:
+        """What a transport hands the SDK for ``data``: its ``SessionMessage`` (with ``metadata``, e.g. the request a
+        server's request relates to), the ``NotJsonRpc`` that says why it is not one (the session decides what that
+        means), or ``None`` when it is dropped."""
         from mcp.shared.message import SessionMessage
 
         try:
             message = self.message(data)
         except NotJsonRpc as refused:
             return refused
-        return None if message is None else SessionMessage(message)
+        return None if message is None else SessionMessage(message, metadata=metadata)
 
     @asynccontextmanager
     async def admit_all(self, read: ObjectReceiveStream[Any]) -> AsyncIterator[ObjectReceiveStream[Any]]:
@@ -126,7 +127,7 @@ class Ingress:
             async with to_session:
                 async for item in read:
                     message = item if isinstance(item, Exception) else self.admitted(
-                        item.message.model_dump_json(by_alias=True, exclude_none=True))  # fmt: skip
+                        item.message.model_dump_json(by_alias=True, exclude_none=True), item.metadata)  # fmt: skip
                     if message is None:
                         continue
                     try:

@@ -134,7 +134,7 @@ class Authorization:
                 person.server, self._url, listener.redirect_uri, listener.answer, person.timeout
             )
             try:
-                return await runner.in_waiting_cell(lambda: person.ask(request))
+                return await runner.in_waiting_cell(lambda: person.ask(request), person.cell)
             except runner.NoWaitingCell:
                 raise AuthFailed(
                     AUTH_REQUIRED,
@@ -188,6 +188,7 @@ class Person:
     ask: Callable[[AuthorizationRequest], str]
     turn: Callable[[], AbstractAsyncContextManager[None]]
     timeout: float
+    cell: object  # what the cell that waits for this session serves: only it is asked (``runner.in_waiting_cell``)
 
 
 class LoopbackListener:

@@ -189,7 +189,7 @@ class ApprovalWidget(widgets.VBox):
         if change["new"] != RUNNING:
             boxes.discard(self.questions)  # (a question still shown there ends unanswered)
         else:  # its server's questions meanwhile are shown under it
-            boxes.add(self._call.connection.name, self.questions)
+            boxes.add(self._call.token, self.questions)
             self._started = time.monotonic()
             runner.submit(redraw_while, lambda: self._call.state == RUNNING, self._draw_status)
 

@@ -1,5 +1,6 @@
 """Where a person can be asked something while a call runs after a click (the kernel is idle then, so a widget's
-click arrives): the box under each running call's approval widget, by its session's name, the latest first."""
+click arrives): the box under each running call's approval widget, by the call (its token): a question reaches only
+the box of the call it belongs to."""
 
 from __future__ import annotations
 
@@ -19,12 +20,12 @@ class QuestionBoxes:
     """The boxes of the calls running now (``approval`` adds and removes them; ``questions`` fills them)."""
 
     def __init__(self) -> None:
-        self._boxes: list[tuple[str, widgets.Box]] = []
+        self._boxes: list[tuple[object, widgets.Box]] = []
         self._lock = threading.Lock()
 
-    def add(self, server: str, box: widgets.Box) -> None:
+    def add(self, call: object, box: widgets.Box) -> None:
         with self._lock:
-            self._boxes.insert(0, (server, box))
+            self._boxes.insert(0, (call, box))
 
     def discard(self, box: widgets.Box) -> None:
         """``box``'s call stopped running: no question goes there any more, and those it shows end unanswered."""
@@ -34,10 +35,10 @@ class QuestionBoxes:
             if isinstance(question, Asked):
                 question.withdraw()
 
-    def of(self, server: str) -> widgets.Box | None:
-        """The box of ``server``'s latest running call, if one shows."""
+    def of(self, call: object) -> widgets.Box | None:
+        """The box of ``call`` (a running call's token), if it shows."""
         with self._lock:
-            return next((box for name, box in self._boxes if name == server), None)
+            return next((box for each, box in self._boxes if each is call), None)
 
 
 boxes = QuestionBoxes()

@@ -35,7 +35,13 @@ PLAN_JSON is an object; every key is optional:
   after ``arguments.seconds``), ``say`` (first sends each notification of ``say``, then echoes: ``{token}`` in
   them stands for the call's progress token), ``ask`` (sends the client a request of each method of ``ASKED``:
   sampling, elicitation, roots, ping, an unknown method, bad params; waits up to 5 s for the answers, then answers
-  with them as JSON text, ``{"answers": {id: answer}, "seconds": how long they took}``), ``flood`` (sends
+  with them as JSON text, ``{"answers": {id: answer}, "seconds": how long they took}``; the plan's ``asks``,
+  ``{id: [method, params]}``, replaces ``ASKED``, and with ``withdraw_after`` it sends ``notifications/cancelled`` for
+  each of them that many seconds after asking, then gives the client ``answer_wait`` seconds (default 2) to answer
+  anyway), ``ask-later`` (answers at once; ``arguments.seconds`` later it asks ``asks`` on its own, outside any call:
+  on stdout, or over HTTP on its own event stream, which the plan opens with ``get_stream``; ``answers`` is a tool
+  behaviour that answers with what the client answered so far; ``answered_file`` is a path the server creates
+  once the client answered one of them), ``flood`` (sends
   ``arguments.count`` notifications: a log line, a progress of an unknown token, an unknown method, in turn; then
   answers), ``raw-echo`` (answers with the text of the arguments exactly as they arrived on the wire),
   ``unknown-id`` (first answers an id never sent, then the call), ``task`` (stdio: a task, ``working`` until
@@ -125,7 +131,9 @@ ASKED = {
     "s-unknown": ("no/such_method", {"a": 1}),
     "s-bad-params": ("sampling/createMessage", {"bogus": True}),
 }  # fmt: skip
-RESPONSES: dict[Any, dict[str, Any]] = {}  # the client's answers to ``ASKED`` (HTTP: posted by other requests)
+ASKS: dict[str, Any] = PLAN.get("asks", ASKED)  # what ``ask`` and ``ask-later`` send
+UNSOLICITED: queue.Queue[bytes] = queue.Queue()  # (HTTP) what the server's own event stream sends
+RESPONSES: dict[Any, dict[str, Any]] = {}  # the client's answers to ``ASKS`` (HTTP: posted by other requests)
 ANSWERED = threading.Condition()
 TASK = {"taskId": "task-1", "status": "working", "createdAt": "2026-01-01T00:00:00Z",
         "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60000, "pollInterval": 100}  # fmt: skip
@@ -149,10 +157,12 @@ def handle(message: dict[str, Any], write_raw: Any, raw: bytes = b"") -> Reply |
     or, over HTTP, an event of the request's stream; ``raw`` is the message as it arrived."""
     method, ident = message.get("method"), message.get("id")
     note(f"got {method}")
-    if method is None and ident in ASKED:  # an answer of the client's to what ``ask`` sent
+    if method is None and ident in ASKS:  # an answer of the client's to what ``ask`` sent
         with ANSWERED:
             RESPONSES[ident] = {key: message[key] for key in ("result", "error") if key in message}
             ANSWERED.notify_all()
+        if PLAN.get("answered_file"):  # (a test waits for it: the client answered)
+            open(PLAN["answered_file"], "w").close()
         return None
     if method == "tasks/get":
         status = "completed" if PLAN.get("task_completes") else "working"
@@ -216,12 +226,23 @@ def call(ident: Any, params: dict[str, Any], write_raw: Any, raw: bytes) -> Repl
         return Reply(*said, answer(ident, {"content": [{"type": "text", "text": text}]}))
     if behaviour == "ask":
         started = time.monotonic()
-        for request_id, (method, asked) in ASKED.items():
-            write_raw(
-                (json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": asked}) + "\n").encode()
-            )
-        answers = gather_answers(5.0)
+        write_raw(questions())
+        if "withdraw_after" in PLAN:
+            time.sleep(float(PLAN["withdraw_after"]))
+            write_raw(withdrawals())
+            answers = gather_answers(float(PLAN.get("answer_wait", 2.0)), every=False)
+        else:
+            answers = gather_answers(5.0)
         text = json.dumps({"answers": answers, "seconds": round(time.monotonic() - started, 3)})
+        return Reply(answer(ident, {"content": [{"type": "text", "text": text}]}))
+    if behaviour == "ask-later":
+        later = threading.Timer(float(arguments.get("seconds", 1)), lambda: ask_unsolicited(write_raw))
+        later.daemon = True
+        later.start()
+        return Reply(answer(ident, {"content": [{"type": "text", "text": "asking later"}]}))
+    if behaviour == "answers":
+        with ANSWERED:
+            text = json.dumps({"answers": dict(RESPONSES)})
         return Reply(answer(ident, {"content": [{"type": "text", "text": text}]}))
     if behaviour == "flood":
         kinds = [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "m" * 200}},
@@ -288,11 +309,33 @@ def call(ident: Any, params: dict[str, Any], write_raw: Any, raw: bytes) -> Repl
     return Reply(answer(ident, {"content": [{"type": "text", "text": text}]}))
 
 
-def gather_answers(seconds: float) -> dict[str, Any]:
-    """The client's answers to ``ASKED`` that come within ``seconds`` (put in ``RESPONSES`` by whatever reads them: the
-    stdin reader, another HTTP request)."""
+def questions() -> bytes:
+    """``ASKS`` as lines (over HTTP, each becomes an event)."""
+    asked = [{"jsonrpc": "2.0", "id": key, "method": asked, "params": params} for key, (asked, params) in ASKS.items()]
+    return b"".join((json.dumps(with_secret(message)) + "\n").encode() for message in asked)
+
+
+def withdrawals() -> bytes:
+    """A ``notifications/cancelled`` for each of ``ASKS``."""
+    said = [{"jsonrpc": "2.0", "method": "notifications/cancelled",
+             "params": {"requestId": key, "reason": "the server stopped waiting"}} for key in ASKS]  # fmt: skip
+    return b"".join((json.dumps(message) + "\n").encode() for message in said)
+
+
+def ask_unsolicited(write_raw: Any) -> None:
+    """``ASKS``, sent by the server on its own: on stdout, or on its own event stream (HTTP)."""
+    if HTTP:
+        UNSOLICITED.put(questions())
+    else:
+        write_raw(questions())
+    note("asked on its own")
+
+
+def gather_answers(seconds: float, *, every: bool = True) -> dict[str, Any]:
+    """The client's answers to ``ASKS`` that come within ``seconds`` (put in ``RESPONSES`` by whatever reads them: the
+    stdin reader, another HTTP request); ``every``: stop waiting once each has its answer."""
     with ANSWERED:
-        ANSWERED.wait_for(lambda: not set(ASKED) - set(RESPONSES), timeout=seconds)
+        ANSWERED.wait_for(lambda: every and not set(ASKS) - set(RESPONSES), timeout=seconds)
         return dict(RESPONSES)
 
 
@@ -307,7 +350,7 @@ def _requests() -> Iterator[str]:
     def read() -> None:
         for line in iter(sys.stdin.readline, ""):
             message = json.loads(line)
-            if message.get("method") is None and message.get("id") in ASKED:
+            if message.get("method") is None and message.get("id") in ASKS:
                 handle(message, lambda data: None)
             else:
                 lines.put(line)
@@ -344,7 +387,24 @@ def serve_stdio() -> None:
 
 class Handler(BodyHandler):
     def do_GET(self) -> None:
-        self.send_body(405, b"", "text/plain")  # no stream of its own, and no resumption either
+        if not PLAN.get("get_stream"):
+            self.send_body(405, b"", "text/plain")  # no stream of its own, and no resumption either
+            return
+        self.send_response(200)  # its own stream: what it sends on its own (``UNSOLICITED``), until the client goes
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.flush()
+        while True:
+            try:
+                data = UNSOLICITED.get(timeout=0.5)
+            except queue.Empty:
+                data = b""  # (a comment line keeps the stream alive and finds a client that left)
+            try:
+                self.wfile.write(b"".join(b"data: " + line + b"\n\n" for line in data.splitlines()) or b":\n\n")
+                self.wfile.flush()
+            except OSError:
+                return
 
     def do_DELETE(self) -> None:
         self.send_body(200, b"", "text/plain")
@@ -357,7 +417,7 @@ class Handler(BodyHandler):
             self.send_body(202, b"", "text/plain")
             handle(message, lambda data: None)
             return
-        if PLAN.get("calls", {}).get((message.get("params") or {}).get("name")) in ("ask", "flood"):
+        if PLAN.get("calls", {}).get((message.get("params") or {}).get("name")) in ("ask", "flood", "ask-later"):
             self.stream(message, body)
             return
         reply = handle(message, lambda data: None, body)
