@@ -35,9 +35,10 @@ Connect to one MCP server, list its tools and print PurrA's verdict on each (pur
 decides it), with the reasons and hints a server's author can follow. No tool is ever called.
 
 The server is the command after -- (run without a shell), a Streamable HTTP --url, or --config FILE --server NAME
-(an mcpServers or VS Code servers file). Header values, and env values whose names say they are secrets (KEY,
-TOKEN, SECRET, PASSWORD, AUTH ...) or that --secret-env names, are never printed, not even when the server sends
-them back: they show as ***. Every word the server chose is printed on one line, its control characters escaped.
+(an mcpServers or VS Code servers file). Header values, and env values whose names end in a word that says they
+are secrets (..._TOKEN, ..._API_KEY, ..._SECRET, ..._PASSWORD ...) or that --secret-env names, are never printed,
+not even when the server sends them back: they show as *** (a value under 8 characters is not searched for: it could
+be one of the server's words). Every word the server chose is printed on one line, its control characters escaped.
 
 The requirement: {EVERY_TOOL}, or with --require only the tools named (each listed and callable); --expect-digest
 also pins the catalog (purra.json-identity/v1 over the listing, as Catalog.digest and %mcp_catalog show it).

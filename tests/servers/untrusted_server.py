@@ -15,7 +15,7 @@ PLAN_JSON is an object; every key is optional:
 - ``never_initialize``: never answer ``initialize``. ``banner``: a line that is not JSON-RPC, written to stdout
   before the initialize answer.
 - ``secret_env``: the name of an environment variable holding the secret (stdio); over HTTP the secret is the
-  ``Authorization`` header's value.
+  ``Authorization`` header's value, or with ``secret_query`` the value of that query parameter of the URL.
 - ``child_holding_pipes``: at start, start a child that holds stdout and stderr and sleeps (pids on stderr:
   ``untrusted server: pids SERVER CHILD``), as a launcher does.
 - ``linger``: (stdio) when stdin ends, ignore SIGTERM and stay.
@@ -350,7 +350,9 @@ class Handler(BodyHandler):
         self.send_body(200, b"", "text/plain")
 
     def do_POST(self) -> None:
-        STATE["secret"] = self.headers.get("Authorization", "")
+        query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
+        STATE["secret"] = query.get(PLAN["secret_query"], "") if "secret_query" in PLAN else self.headers.get(
+            "Authorization", "")  # fmt: skip
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         message = json.loads(body)
         if message.get("id") is None or message.get("method") is None:  # a notification, or an answer of the client's
