@@ -112,9 +112,12 @@ class CheckReport:
 
     @property
     def server_said(self) -> tuple[str, ...]:
-        """The last lines the server wrote on stderr before the check could not run (scrubbed as it was read)."""
+        """The last lines the server wrote on stderr before the check could not run (scrubbed as it was read): the
+        last ``SERVER_LINES``, where the error that stopped it is, a first line saying how many came before."""
         said = self.error.server_text.splitlines() if self.error is not None else []
-        return tuple(said[-SERVER_LINES:])
+        if len(said) <= SERVER_LINES:
+            return tuple(said)
+        return (f"… ({len(said) - SERVER_LINES + 1} earlier lines cut)", *said[1 - SERVER_LINES :])
 
     def tool_rows(self) -> list[dict[str, Any]]:
         tools = self.catalog.tools if self.catalog is not None else ()

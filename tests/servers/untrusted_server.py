@@ -13,7 +13,9 @@ PLAN_JSON is an object; every key is optional:
   ``initialize_error``: a JSON-RPC error object to answer ``initialize`` with instead; ``ping_error``: one to
   answer each ``ping`` with (``{secret}`` in these stands for the secret).
 - ``never_initialize``: never answer ``initialize``. ``banner``: a line that is not JSON-RPC, written to stdout
-  before the initialize answer.
+  before the initialize answer. ``crash``: ``{"frames": N, "name_chars": M}``, on ``initialize`` die of an exception
+  raised N distinct frames deep (function names of about M characters), so stderr ends with a Python traceback whose
+  lines are indented and whose last line is ``RuntimeError: ... CRASH_CAUSE``.
 - ``secret_env``: the name of an environment variable holding the secret (stdio); over HTTP the secret is the
   ``Authorization`` header's value, or with ``secret_query`` the value of that query parameter of the URL.
 - ``child_holding_pipes``: at start, start a child that holds stdout and stderr and sleeps (pids on stderr:
@@ -131,6 +133,19 @@ TASK = {"taskId": "task-1", "status": "working", "createdAt": "2026-01-01T00:00:
         "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60000, "pollInterval": 100}  # fmt: skip
 
 
+CRASH_CAUSE = "the configuration file /etc/untrusted/server.toml is missing"
+
+
+def crash(frames: int, name_chars: int) -> None:
+    """Raise, ``frames`` distinct frames deep (so Python repeats none of them), an exception nobody catches."""
+    name = "step_{}_" + "x" * max(0, name_chars - 8)
+    source = f"def {name.format(0)}():\n    raise RuntimeError({CRASH_CAUSE!r})\n"
+    source += "".join(f"def {name.format(n)}():\n    {name.format(n - 1)}()\n" for n in range(1, frames))
+    space: dict[str, Any] = {}
+    exec(compile(source, "untrusted_loader.py", "exec"), space)
+    space[name.format(frames - 1)]()
+
+
 def answer(ident: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "result": result}
 
@@ -179,6 +194,8 @@ def handle(message: dict[str, Any], write_raw: Any, raw: bytes = b"") -> Reply |
     if method == "initialize":
         if PLAN.get("never_initialize"):
             return None
+        if "crash" in PLAN:
+            crash(PLAN["crash"]["frames"], PLAN["crash"]["name_chars"])
         if "initialize_error" in PLAN:
             return Reply({"jsonrpc": "2.0", "id": ident, "error": with_secret(PLAN["initialize_error"])})
         if "banner" in PLAN:
