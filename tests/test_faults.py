@@ -48,7 +48,7 @@ def faulty(*args: str, timeout: float = TIMEOUT) -> pj.ServerConfig:
         ("initialize never answered", ["--fault", "mute"], "mcp_timeout"),
         ("tools/list never answered", ["--fault", "mute-list"], "mcp_timeout"),
         ("exits during initialize", ["--fault", "exit-on-initialize"], "mcp_connect_failed"),
-        ("non-JSON on stdout after initialize", ["--fault", "garbage-at-once"], "mcp_connection_closed"),
+        ("non-JSON on stdout after initialize", ["--fault", "garbage-at-once"], "mcp_connect_failed"),
         ("257 tools", ["--tools", "257", "--page-size", "100"], "mcp_catalog_limit_exceeded"),
         ("33 pages", ["--tools", "33", "--page-size", "1"], "mcp_catalog_limit_exceeded"),
         ("a repeated cursor", ["--tools", "4", "--page-size", "1", "--cursor", "repeat"], "mcp_pagination_invalid"),
@@ -94,7 +94,7 @@ def test_a_connection_that_fails_while_connecting_never_comes_back_ready(no_chil
     for attempt in range(30):
         with pytest.raises(pj.McpSessionError) as caught:
             pj.connect(raw_config(f"garbage-{attempt}", "--fault", "garbage-at-once", timeout=TIMEOUT))
-        assert caught.value.code == "mcp_connection_closed" and "not valid JSON-RPC" in caught.value.message
+        assert caught.value.code == "mcp_connect_failed" and "not valid JSON-RPC" in caught.value.message
     assert pj.sessions() == []
 
 

@@ -16,6 +16,10 @@ PLAN_JSON is an object; every key is optional:
   before the initialize answer. ``crash``: ``{"frames": N, "name_chars": M}``, on ``initialize`` die of an exception
   raised N distinct frames deep (function names of about M characters), so stderr ends with a Python traceback whose
   lines are indented and whose last line is ``RuntimeError: ... CRASH_CAUSE``.
+- ``on_initialized``: messages sent in reply to the ``notifications/initialized`` notification (stdio: lines on
+  stdout, as the published @leanspec/mcp answers it ``{"jsonrpc": "2.0", "result": null}``; HTTP: the body of its
+  POST's answer, which a client ignores). ``before_list``: messages sent before each ``tools/list`` answer (stdio:
+  lines; HTTP: events of the answer's event stream).
 - ``secret_env``: the name of an environment variable holding the secret (stdio); over HTTP the secret is the
   ``Authorization`` header's value, or with ``secret_query`` the value of that query parameter of the URL.
 - ``child_holding_pipes``: at start, start a child that holds stdout and stderr and sleeps (pids on stderr:
@@ -207,7 +211,9 @@ def handle(message: dict[str, Any], write_raw: Any, raw: bytes = b"") -> Reply |
         }
         return Reply(answer(ident, {**result, **with_secret(PLAN.get("initialize", {}))}))
     if method == "tools/list":
-        return Reply(answer(ident, {"tools": listing()}))
+        return Reply(*PLAN.get("before_list", []), answer(ident, {"tools": listing()}))
+    if method == "notifications/initialized" and PLAN.get("on_initialized"):
+        return Reply(*PLAN["on_initialized"])
     if method == "ping":
         if "ping_error" in PLAN:
             return Reply({"jsonrpc": "2.0", "id": ident, "error": with_secret(PLAN["ping_error"])})
@@ -373,8 +379,11 @@ class Handler(BodyHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         message = json.loads(body)
         if message.get("id") is None or message.get("method") is None:  # a notification, or an answer of the client's
-            self.send_body(202, b"", "text/plain")
-            handle(message, lambda data: None)
+            reply = handle(message, lambda data: None)
+            if reply is None:
+                self.send_body(202, b"", "text/plain")
+            else:  # (what a stray answer to a notification looks like over HTTP: a body nobody asked for)
+                self.send_body(200, json.dumps(reply.messages[0]).encode(), "application/json", self.session_header())
             return
         if PLAN.get("calls", {}).get((message.get("params") or {}).get("name")) in ("ask", "flood"):
             self.stream(message, body)
