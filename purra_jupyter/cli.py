@@ -35,9 +35,10 @@ Connect to one MCP server, list its tools and print PurrA's verdict on each (pur
 decides it), with the reasons and hints a server's author can follow. No tool is ever called.
 
 The server is the command after -- (run without a shell), a Streamable HTTP --url, or --config FILE --server NAME
-(an mcpServers or VS Code servers file). Header values, and env values whose names say they are secrets (KEY,
-TOKEN, SECRET, PASSWORD, AUTH ...) or that --secret-env names, are never printed, not even when the server sends
-them back: they show as ***. Every word the server chose is printed on one line, its control characters escaped.
+(an mcpServers or VS Code servers file). Header values, and env values whose names end in a word that says they
+are secrets (..._TOKEN, ..._API_KEY, ..._SECRET, ..._PASSWORD ...) or that --secret-env names, are never printed,
+not even when the server sends them back: they show as *** (a value under 8 characters is not searched for: it could
+be one of the server's words). Every word the server chose is printed on one line, its control characters escaped.
 
 The requirement: {EVERY_TOOL}, or with --require only the tools named (each listed and callable); --expect-digest
 also pins the catalog (purra.json-identity/v1 over the listing, as Catalog.digest and %mcp_catalog show it).
@@ -111,9 +112,12 @@ class CheckReport:
 
     @property
     def server_said(self) -> tuple[str, ...]:
-        """The last lines the server wrote on stderr before the check could not run (scrubbed as it was read)."""
+        """The last lines the server wrote on stderr before the check could not run (scrubbed as it was read): the
+        last ``SERVER_LINES``, where the error that stopped it is, a first line saying how many came before."""
         said = self.error.server_text.splitlines() if self.error is not None else []
-        return tuple(said[-SERVER_LINES:])
+        if len(said) <= SERVER_LINES:
+            return tuple(said)
+        return (f"… ({len(said) - SERVER_LINES + 1} earlier lines cut)", *said[1 - SERVER_LINES :])
 
     def tool_rows(self) -> list[dict[str, Any]]:
         tools = self.catalog.tools if self.catalog is not None else ()

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import purra_jupyter as pj
-from purra_jupyter._base.config import Scrubber, ServerConfig, load_servers
+from purra_jupyter._base.config import Scrubber, ServerConfig, load_servers, secret_names
 
 SECRET = "s3cr3t-token-value"
 
@@ -172,11 +172,32 @@ def test_the_scrubber_hides_every_configured_secret_value_in_server_text() -> No
     assert set(config.secrets) == {"Bearer tok-123456", "tok-123456"}
     scrub = Scrubber(config.secrets)
     assert scrub("got Bearer tok-123456 and tok-123456.") == "got *** and ***."
-    stdio = ServerConfig("s", command="server", env={"API_KEY": "k-9999", "DEBUG": "1", "MODE": "abc"})
+    stdio = ServerConfig("s", command="server", env={"API_KEY": "k-99999999", "DEBUG": "1", "MODE": "abc"})
     scrub = Scrubber(stdio.secrets)
-    # Values of fewer than 4 characters are not searched for: "1" would shred every number in the text.
-    assert scrub("key k-9999, debug 1, mode abc") == "key ***, debug 1, mode abc"
+    assert scrub("key k-99999999, debug 1, mode abc") == "key ***, debug 1, mode abc"
+    # A value of fewer than 8 characters is not searched for, a secret's too: "read" would rewrite "read_text_file".
+    short = ServerConfig("s", command="server", env={"API_KEY": "k-9999", "MODE": "read"}, secret_env=["MODE"])
+    assert short.secrets == () and Scrubber(short.secrets)("read_text_file k-9999") == "read_text_file k-9999"
+    assert secret_names(short).too_short == ("env API_KEY", "env MODE")
     assert Scrubber([])("nothing to hide") == "nothing to hide"
+
+
+# What a careful person expects of an env name: a secret when its last word says so, never for a word inside another
+# (KEYBOARD, AUTHOR, OLDPWD), the shell's PWD, or a name whose last word says what else the value is (a URL, a path).
+SECRET_NAMES = ["GITHUB_TOKEN", "OPENAI_API_KEY", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID",
+                "CLIENT_SECRET", "GH_PAT", "SMTP_PASS", "MYSQL_PWD", "NGROK_AUTHTOKEN", "SESSION_COOKIE",
+                "STRIPE_KEY", "SUPABASE_SERVICE_ROLE_KEY", "GITHUB_TOKEN_2", "githubToken", "openaiApiKey", "TOKEN",
+                "API_TOKEN"]  # fmt: skip
+PLAIN_NAMES = ["AUTH_SCOPE", "GIT_AUTHOR_NAME", "KEYBOARD_LAYOUT", "PWD", "OLDPWD", "SORT_KEY", "PARTITION_KEY",
+               "MAX_TOKENS", "TOKEN_URL", "PASSWORD_FILE", "SECRET_NAME", "KEY_PREFIX", "DISABLE_AUTH", "PASSPORT",
+               "PORT", "HOME", "PATH"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SECRET_NAMES + PLAIN_NAMES)
+def test_an_env_name_says_a_secret_by_its_last_whole_word(name: str) -> None:
+    config = ServerConfig("s", command="server", env={name: "a-value-long-enough"})
+    assert config.is_secret_env(name) is (name in SECRET_NAMES)
+    assert config.secrets == (("a-value-long-enough",) if name in SECRET_NAMES else ())
 
 
 OAUTH_INVALID = [

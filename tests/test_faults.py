@@ -6,6 +6,7 @@ and no child process left once the session is closed."""
 from __future__ import annotations
 
 import logging
+import re
 import subprocess
 import sys
 import time
@@ -14,10 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from conftest import HANG_GUARD, SERVERS, children, demo_config, raw_config, wait_until
+from conftest import HANG_GUARD, SERVERS, children, demo_config, plan_argument, raw_config, wait_until
 
 import purra_jupyter as pj
-from purra_jupyter._base.errors import KEPT_APART
+from purra_jupyter._base.errors import KEPT_APART, SERVER_TEXT_CHARS
 from purra_jupyter._ui.approval import PendingCall
 
 TIMEOUT = 2.0  # each faulty session's configured timeout, in seconds
@@ -47,7 +48,7 @@ def faulty(*args: str, timeout: float = TIMEOUT) -> pj.ServerConfig:
         ("initialize never answered", ["--fault", "mute"], "mcp_timeout"),
         ("tools/list never answered", ["--fault", "mute-list"], "mcp_timeout"),
         ("exits during initialize", ["--fault", "exit-on-initialize"], "mcp_connect_failed"),
-        ("non-JSON on stdout after initialize", ["--fault", "garbage-at-once"], "mcp_connection_closed"),
+        ("non-JSON on stdout after initialize", ["--fault", "garbage-at-once"], "mcp_connect_failed"),
         ("257 tools", ["--tools", "257", "--page-size", "100"], "mcp_catalog_limit_exceeded"),
         ("33 pages", ["--tools", "33", "--page-size", "1"], "mcp_catalog_limit_exceeded"),
         ("a repeated cursor", ["--tools", "4", "--page-size", "1", "--cursor", "repeat"], "mcp_pagination_invalid"),
@@ -93,7 +94,7 @@ def test_a_connection_that_fails_while_connecting_never_comes_back_ready(no_chil
     for attempt in range(30):
         with pytest.raises(pj.McpSessionError) as caught:
             pj.connect(raw_config(f"garbage-{attempt}", "--fault", "garbage-at-once", timeout=TIMEOUT))
-        assert caught.value.code == "mcp_connection_closed" and "not valid JSON-RPC" in caught.value.message
+        assert caught.value.code == "mcp_connect_failed" and "not valid JSON-RPC" in caught.value.message
     assert pj.sessions() == []
 
 
@@ -152,6 +153,44 @@ def test_a_line_that_is_not_utf8_fails_the_session_with_the_line_in_the_log(no_c
     assert "not UTF-8: \ufffd\ufffd" in row.detail  # the bytes shown as text
     assert session.state == "failed"
     session.close()
+
+
+CRASH_CAUSE = "RuntimeError: the configuration file /etc/untrusted/server.toml is missing"  # (untrusted_server's)
+# A traceback whose last 20 lines (what a failure keeps) are under the 2,000-character cut, and one over it; each
+# starts with an indented line, as every Python traceback's tail does.
+CRASHES = {"under the cut": {"frames": 40, "name_chars": 12}, "over the cut": {"frames": 60, "name_chars": 100}}
+
+
+@pytest.mark.parametrize("crash", CRASHES)
+def test_a_server_that_dies_of_a_traceback_shows_its_tail_once_ending_with_the_exception(
+    crash: str, no_child_left: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stderr tail was added twice when its first line was indented, and a tail over 2,000 characters lost its
+    last lines, the exception itself: now ``server_text`` holds it once, cut from the front (saying so), in the API and
+    in ``purra-jupyter check``."""
+    from purra_jupyter.cli import main
+
+    with plan_argument({"crash": CRASHES[crash]}) as plan:
+        server = [sys.executable, str(SERVERS / "untrusted_server.py"), plan]
+        with pytest.raises(pj.McpSessionError) as caught:
+            pj.connect(pj.ServerConfig("dying", command=server[0], args=server[1:], timeout=TIMEOUT))
+        capsys.readouterr()
+        assert main(["check", "--", *server]) == 2
+        printed = capsys.readouterr().out
+    error = caught.value
+    assert error.code == "mcp_connect_failed" and "kept apart from this message" in error.message, error
+    said = error.server_text
+    lines = said.splitlines()
+    assert lines[-1] == CRASH_CAUSE and said.count(CRASH_CAUSE) == 1, said
+    assert len(lines) == len(set(lines)) and lines[-2].startswith('  File "untrusted_loader.py"'), said  # once
+    assert len(said) <= SERVER_TEXT_CHARS
+    if crash == "over the cut":
+        assert re.fullmatch(r"… \(\d+ earlier characters cut\)", lines[0]), lines[0]
+    else:
+        assert lines[0].startswith('  File "untrusted_loader.py"') and len(lines) == 20, said
+    shown = printed.splitlines()
+    assert shown.count(f"  | {CRASH_CAUSE}") == 1 and printed.count(CRASH_CAUSE) == 1, printed
+    assert shown[shown.index(f"  | {CRASH_CAUSE}") - 1] == f"  | {lines[-2]}", printed
 
 
 # --- faults in the catalog: the session is ready, the tool is not callable, and says why -----------------

@@ -667,10 +667,14 @@ def test_requests_of_the_server_are_each_answered_at_once(transport: str) -> Non
 
 
 def test_late_and_unknown_messages_never_fail_the_session() -> None:
-    """A task's ``tasks/cancel`` answered 6.5 s late (after the kit gave up on it) and an answer to an id never sent:
-    the late one is discarded and logged, the session stays ready."""
-    plan = {**QUIET, "tools": [{**PLAN["tools"][0], "execution": {"taskSupport": "optional"}}], "cancel_delay": 6.5}
+    """A task's ``tasks/cancel`` answered 6.5 s late (after the kit gave up on it), an answer with no id and one to an
+    id never sent (before the listing's answer): each is discarded and logged, the session stays ready."""
+    strays = [{"jsonrpc": "2.0", "result": None}, {"jsonrpc": "2.0", "id": 987654, "result": {}}]
+    plan = {**QUIET, "tools": [{**PLAN["tools"][0], "execution": {"taskSupport": "optional"}}], "cancel_delay": 6.5,
+            "before_list": strays}  # fmt: skip
     with hostile_config("stdio", "late", plan) as config, pj.connect(config) as s:
+        dropped = [row.detail for row in s.log.events("dropped")]
+        assert [row.split(",")[0] for row in dropped] == ["a response with no id", "an answer to request 987654"]
         result = s.call("speak", {"x": "a"}, raw=True, task=True, approve=True, timeout=1)
         assert result.error_code == "mcp_timeout", result
         wait_until(lambda: any("late answer" in row.detail for row in s.log.events("cancel")), timeout=20,

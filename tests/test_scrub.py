@@ -12,11 +12,15 @@ import json
 import threading
 import traceback
 from collections.abc import Iterator
+from contextlib import contextmanager
+from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
+from urllib.parse import quote
 
 import pytest
 from conftest import raw_config, wait_until
+from test_untrusted import untrusted, untrusted_http
 
 import purra_jupyter as pj
 
@@ -154,3 +158,99 @@ def test_http_server_text_is_scrubbed_of_the_header_secret(header_echo: str) -> 
         assert _HeaderEcho.seen[-1] == f"Bearer {HEADER_SECRET}"  # the server did get it, and sent it back
         texts = {**surfaces(session), "raw": repr(raw), "raw html": json.dumps(raw._repr_mimebundle_())}
         assert_scrubbed(texts, HEADER_SECRET)
+
+
+# --- what only looks like a secret stays as the server sent it ---------------------------------------------------
+
+# Env values whose names hold a secret word only inside another word, or name no secret: the shell's PWD, which every
+# ``env={**os.environ, ...}`` carries, git's author, a keyboard's layout, a field to sort by, an OAuth scope.
+LOOK_ALIKES = {"AUTH_SCOPE": "read", "GIT_AUTHOR_NAME": "Text Author", "KEYBOARD_LAYOUT": "file", "PWD": "/work/text",
+               "OLDPWD": "/work", "SORT_KEY": "created_at", "MAX_TOKENS": "4096"}  # fmt: skip
+ECHOED = 'ghp-"7f3\\a9/b+e2d5'  # the secret a server echoes: its JSON-escaped and URL-encoded forms differ from it
+WORDS = "Read a text file as Text Author wrote it, from /work/text, sorted by created_at, at most 4096 tokens."
+FILE_TOOLS = [
+    {"name": "read_text_file", "description": WORDS, "inputSchema": {
+        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"],
+        "additionalProperties": False}},
+    {"name": "speak", "description": "Says the secret back, every way.", "inputSchema": {"type": "object"}},
+]  # fmt: skip
+SAYS = "raw={secret} json={secret_json} url={secret_url}; read_text_file by Text Author"
+FILE_PLAN: dict[str, Any] = {
+    "tools": FILE_TOOLS, "calls": {"speak": "say"}, "result_text": "you gave {secret}",
+    "say": [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": SAYS}}],
+}  # fmt: skip
+# How the secret the server echoes was given: by an env name that says so, by secret_env, in a header, in the URL.
+GIVEN = ["env name", "secret_env", "header", "query"]
+
+
+def purra_digest(tools: list[dict[str, Any]]) -> str:
+    """The catalog digest a PurrA host computes of this listing (``purra.json-identity/v1``, tool by tool)."""
+    from purra.structured import json_identity_digest
+
+    return json_identity_digest({"tools": {tool["name"]: json_identity_digest(tool) for tool in tools}})
+
+
+@contextmanager
+def file_server(given: str) -> Iterator[tuple[pj.ServerConfig, str]]:
+    """The untrusted server listing ``FILE_TOOLS``, over stdio with ``LOOK_ALIKES`` in its env or over Streamable HTTP
+    with a query value ``read``; the secret given as ``given`` says; and where it comes from, in the session's words."""
+    if given in ("env name", "secret_env"):
+        name = "GITHUB_TOKEN" if given == "env name" else "DEPLOY_LABEL"
+        secret_env = [name] if given == "secret_env" else []
+        with untrusted("stdio", {**FILE_PLAN, "secret_env": name}, "files", env={**LOOK_ALIKES, name: ECHOED},
+                       secret_env=secret_env) as config:  # fmt: skip
+            yield config, f"env {name}"
+        return
+    plan = {**FILE_PLAN, "secret_query": "api_key"} if given == "query" else FILE_PLAN
+    with untrusted_http(plan, "files") as (served, _):
+        if given == "header":
+            yield pj.ServerConfig("files", url=f"{served.url}?mode=read", headers={"Authorization": ECHOED}), "header"
+        else:
+            yield pj.ServerConfig("files", url=f"{served.url}?mode=read&api_key={quote(ECHOED, safe='')}"), "api_key"
+
+
+@pytest.mark.parametrize("given", GIVEN)
+def test_words_that_only_look_like_secrets_stay_as_the_server_sent_them(given: str) -> None:
+    """``AUTH_SCOPE=read`` (and git's author, a keyboard layout, the shell's PWD, a sort key, a query value ``read``)
+    once turned ``read_text_file`` into ``***_text_file``: binding it failed and the catalog's digest was not a PurrA
+    host's. Now the listing is the server's, byte for byte, while the person's real secret is ``***`` in every form."""
+    with file_server(given) as (config, source), pj.connect(config) as s:
+        assert [tool.name for tool in s.catalog.tools] == ["read_text_file", "speak"]
+        assert s.catalog["read_text_file"].description == WORDS
+        assert s.catalog.digest == purra_digest(FILE_TOOLS)  # what a PurrA host's digest of the listing is
+        assert s.bind("read_text_file")["remoteName"] == "read_text_file"
+        envelope = s.call("read_text_file", {"path": "/work/text/read_me"}, approve=True)
+        assert envelope.ok and envelope.text == ['{"path": "/work/text/read_me"}'], envelope
+        said = s.call("speak", {}, raw=True, approve=True)
+        assert said.content[0]["text"] == "you gave ***", said
+        logged = [row.detail for row in s.log.events("server_log")]
+        assert any("raw=*** json=*** url=***; read_text_file by Text Author" in row for row in logged), logged
+        table = s._repr_mimebundle_()["text/html"]
+        assert source in table and not [name for name in LOOK_ALIKES if name in table], table
+        texts = {**surfaces(s), "said": repr(said), "envelope": repr(envelope), "table": table}
+        assert_scrubbed(texts, *forms_of(ECHOED))
+
+
+def forms_of(secret: str) -> tuple[str, ...]:
+    """The secret as it is, JSON-escaped and URL-encoded: the forms in reach."""
+    return secret, json.dumps(secret)[1:-1], quote(secret, safe="")
+
+
+def test_a_secret_too_short_to_tell_from_a_word_is_left_as_it_is_and_the_session_says_so() -> None:
+    """A secret of fewer than 8 characters (``secret_env=["AUTH_SCOPE"]`` with ``read``, a PIN) is not searched for:
+    the server's ``read_text_file`` stays; the session's table and its log at connect name it (never its value)."""
+    from purra_jupyter._session.session import SECRETS_LABEL
+
+    env = {"AUTH_SCOPE": "read", "PIN_TOKEN": "4321", "GITHUB_TOKEN": ECHOED, "PORT": "8080"}
+    plan = {**FILE_PLAN, "secret_env": "GITHUB_TOKEN"}
+    with untrusted("stdio", plan, "short", env=env, secret_env=["AUTH_SCOPE"]) as config, pj.connect(config) as s:
+        assert config.secrets == (ECHOED,)
+        assert [tool.name for tool in s.catalog.tools] == ["read_text_file", "speak"]
+        said = (
+            "scrubbed as ***: env GITHUB_TOKEN; not searched for, under 8 characters (a server's word could be "
+            "one): env AUTH_SCOPE, env PIN_TOKEN; 1 other env value is no secret (secret_env names more)"
+        )
+        assert s.log.events("connect")[1].detail == f"secrets: {said}"
+        table = s._repr_mimebundle_()["text/html"]
+        assert escape(SECRETS_LABEL) in table and escape(said) in table
+        assert "4321" not in table and "4321" not in repr(s.log)

@@ -155,7 +155,7 @@ def test_interrupt_while_waiting_gives_mcp_interrupted_and_the_session_stays_usa
         (raw_config("nocwd", cwd="/nonexistent/dir"), "mcp_connect_failed", "working directory"),
         (raw_config("exits", "--fault", "exit-on-initialize"), "mcp_connect_failed", "as what the server said"),
         (raw_config("new", "--protocol", "2099-01-01"), "mcp_protocol_unsupported", "2025-06-18"),
-        (raw_config("noise", "--fault", "garbage-at-once"), "mcp_connection_closed", "not valid JSON-RPC"),
+        (raw_config("noise", "--fault", "garbage-at-once"), "mcp_connect_failed", "not valid JSON-RPC"),
         (
             pj.ServerConfig("refused", url="http://127.0.0.1:9/mcp"),
             "mcp_connect_failed",

@@ -503,6 +503,56 @@ def test_a_refused_resumption_of_an_event_stream_is_reported_as_that() -> None:
         assert s.state == "ready"
 
 
+# --- 9. an answer to nothing asked is dropped; a connect that breaks is a failed connect ------------------
+
+NO_ID = {"jsonrpc": "2.0", "result": None}  # what the published @leanspec/mcp answers `initialized` with
+STRAYS = [NO_ID, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "no request"}},
+          {"jsonrpc": "2.0", "id": 987654, "result": {"tools": []}}]  # fmt: skip
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_answer_to_nothing_asked_is_logged_and_dropped_and_the_session_goes_on(transport: str) -> None:
+    """A response with no id (after ``initialized``, before the listing's answer) and answers to an id never sent
+    (before the listing's answer, and before a call's): each is a ``dropped`` row of the log, the session connects,
+    lists its tools, answers its calls and stays ready, as the raw SDK's client does. (They ended the session, and the
+    connect failed ``mcp_connection_closed``.)"""
+    tools = [tool("echo", {"type": "object"}), tool("stray", {"type": "object"})]
+    plan = {"tools": tools, "calls": {"stray": "unknown-id"}, "on_initialized": [NO_ID], "before_list": STRAYS}
+    with untrusted(transport, plan) as config, pj.connect(config) as s:
+        assert [tool.name for tool in s.catalog.tools] == ["echo", "stray"] and s.state == "ready"
+        result = s.call("stray", {}, raw=True, approve=True)
+        assert result.ok and result.content[0]["text"] == "ok", result
+        assert s.ping() >= 0 and s.state == "ready"
+        dropped = [row.detail for row in s.log.events("dropped")]
+    no_id = [row for row in dropped if row.startswith("a response with no id")]
+    # Over HTTP the answer to the `initialized` notification is its POST's body, which is no message: never read.
+    assert len(no_id) == (3 if transport == "stdio" else 2), dropped
+    assert any('\'{"jsonrpc": "2.0", "result": null}\'' in row for row in no_id), no_id
+    unknown = [row for row in dropped if row.startswith("an answer to request 987654, which")]
+    assert len(unknown) == 2, dropped  # the one before the listing's answer, the one before the call's
+
+
+BROKEN = {"jsonrpc": "2.0", "id": 5}  # neither a request, a notification nor an answer: not JSON-RPC
+
+
+# (Over HTTP an answer to the ``initialized`` notification is its POST's body, which a client never reads.)
+@pytest.mark.parametrize(("transport", "when"), [("stdio", "after initialized"), ("stdio", "in the listing"),
+                                                 ("http", "in the listing")])  # fmt: skip
+def test_a_server_that_breaks_during_the_handshake_fails_connect_with_mcp_connect_failed(
+    transport: str, when: str
+) -> None:
+    """What is not JSON-RPC, sent once ``initialize`` was answered (after ``initialized``, or on the listing's
+    stream): the connect fails ``mcp_connect_failed``, as docs/faults.md says, never ``mcp_connection_closed``."""
+    plan = {"on_initialized": [BROKEN]} if when == "after initialized" else {"before_list": [BROKEN]}
+    with untrusted(transport, plan, timeout=5) as config:
+        with pytest.raises(pj.McpSessionError) as caught:
+            pj.connect(config)
+    assert caught.value.code == "mcp_connect_failed", caught.value
+    assert "not JSON-RPC" in caught.value.message or "not valid JSON-RPC" in caught.value.message, caught.value
+    assert '"id": 5' in caught.value.server_text, caught.value.server_text
+    assert pj.sessions() == []
+
+
 # --- 5. no server-chosen text in the kit's own messages ------------------------------------------------
 
 EVIL_URL = f"https://{EVIL}/reauth"
@@ -549,13 +599,13 @@ def test_no_message_of_the_kit_quotes_what_a_server_chose(transport: str) -> Non
                 assert not result.ok and EVIL not in result.message, (name, result.message)
                 kept.append(result.server_text)
     with untrusted(transport, plan) as config, pj.connect(config) as s:
-        answered = s.call("answer", {}, raw=True, approve=True)  # the answer's id is an address
-        assert EVIL not in answered.message and EVIL in answered.server_text, answered
-        if transport == "stdio":  # the SDK cannot route it: the session fails, saying why without the address
-            assert s.state == "failed" and EVIL not in s.cause
-            with pytest.raises(pj.McpSessionError) as caught:
-                s.bind("echo")
-            check("a session failed by an answer to a request never sent", caught.value)
+        answered = s.call("answer", {}, raw=True, approve=True, timeout=2)  # the answer's id is an address
+        assert EVIL not in answered.message, answered
+        if transport == "http":  # the whole body of the call's answer, to another id: the call fails, saying so
+            assert EVIL in answered.server_text, answered
+        else:  # an answer to an id never sent: dropped, its id in the log (drawn as text); the call is not answered
+            assert answered.error_code == "mcp_timeout" and s.state == "ready" and EVIL not in s.cause, answered
+            kept.append(next(row.detail for row in s.log.events("dropped") if "an answer to request" in row.detail))
     with untrusted(transport, {"initialize": {"serverInfo": EVIL_URL}}) as config:
         with pytest.raises(pj.McpSessionError) as caught:
             pj.connect(config)  # an initialize answer the SDK cannot read

@@ -4,8 +4,9 @@ A ``ServerConfig`` is either stdio (``command``) or Streamable HTTP (``url``, wi
 MCP authorization flow, ``OAuth``). The command and its arguments go to the OS as a list, never through a
 shell. ``repr`` shows header and env *values* as ``***``. What the kit scrubs from everything a server sends
 (``ServerConfig.secrets``) is narrower, so a server's words stay readable: header values, a client secret and
-every token always; env values whose names say they are secrets (``API_KEY``, ``GITHUB_TOKEN`` ...) or that the
-person lists in ``secret_env``; and the query values of the URL.
+every token always; env values whose names end in a word that says so (``GITHUB_TOKEN``, ``OPENAI_API_KEY``,
+``DB_PASSWORD``: ``is_secret_env_name``) or that the person lists in ``secret_env``; and the query values of the
+URL. A value of fewer than ``MIN_SCRUBBED_CHARS`` characters is not searched for (``SecretNames`` says which).
 """
 
 from __future__ import annotations
@@ -30,16 +31,31 @@ from .wire import CONFIG_INVALID, HTTP, MEMORY, STDIO
 Authorize: TypeAlias = Callable[[str], str | Awaitable[str]]
 
 REDACTED = "***"
-MIN_SCRUBBED_CHARS = 4  # shorter values ("1", "on") are not searched for in text: that would shred it
+# Shorter values are not searched for in what a server sends: a secret of "read" cannot be told from the word, and
+# scrubbing it would rewrite the server's data ("read_text_file" as "***_text_file"). Eight is the shortest a
+# password may be (NIST SP 800-63B); keys and tokens are longer. The session names the values left out
+# (``SecretNames``).
+MIN_SCRUBBED_CHARS = 8
 MAX_TIMEOUT_SECONDS = 300.0  # purra-mcp's McpToolLimits.timeout_ms maximum
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # purra-mcp's server id rule: the name is the server id
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
 _ENV_NAME = re.compile(r"[^=\x00]+")
-# An env name that says its value is a secret (``OPENAI_API_KEY``, ``GH_TOKEN``, ``DB_PASSWORD`` ...): scrubbed from
-# what the server sends. Other env values (``PORT=8080``, ``MCP_LOG_LEVEL=error``) are not: they would garble its words.
-SECRET_ENV_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|PWD|AUTH|CREDENTIAL|PRIVATE|COOKIE|SIGNATURE", re.IGNORECASE
-)
+# The words of an env name: ``GITHUB_TOKEN_2`` -> GITHUB, TOKEN, 2; ``openaiApiKey`` -> openai, Api, Key.
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# The last word of an env name that says its value is a secret, by convention (``GITHUB_TOKEN``, ``CLIENT_SECRET``,
+# ``DB_PASSWORD``, ``SMTP_PASS``, ``NGROK_AUTHTOKEN``, ``GH_PAT``, ``SESSION_COOKIE``). Only the last word counts: it
+# names what the value is, so ``TOKEN_URL``, ``PASSWORD_FILE``, ``SECRET_NAME`` and ``MAX_TOKENS`` hold an address, a
+# path, a name and a number, and ``AUTH_SCOPE``, ``GIT_AUTHOR_NAME``, ``KEYBOARD_LAYOUT`` hold no secret word at all.
+# ``AUTH`` is not one: it names the subject (``AUTH_MODE=oauth``, ``DISABLE_AUTH``), and its credentials end in a word
+# of their own (``AUTH_TOKEN``).
+SECRET_WORDS = frozenset({"TOKEN", "AUTHTOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PASSPHRASE", "PAT", "COOKIE",
+                          "APIKEY", "SECRETKEY", "ACCESSKEY", "KEY", "PWD"})  # fmt: skip
+# ``…_KEY`` is a credential (``OPENAI_API_KEY``, ``AWS_SECRET_ACCESS_KEY``, ``STRIPE_KEY``,
+# ``SUPABASE_SERVICE_ROLE_KEY``) unless the word before it says the key is a field of data (``SORT_KEY``), whose value
+# (a column's name) is a server's word too.
+DATA_KEYS = frozenset({"SORT", "PARTITION", "PRIMARY", "FOREIGN", "RANGE", "HASH", "ROUTING", "CACHE", "GROUP",
+                       "INDEX", "LOOKUP", "SHARD", "DEDUP", "IDEMPOTENCY", "UNIQUE", "OBJECT", "ROW", "FIELD",
+                       "COLUMN"})  # fmt: skip
 _LINE_BREAKS = ("\x00", "\n", "\r")
 
 
@@ -61,6 +77,24 @@ def is_secure(scheme: str, host: str) -> bool:
     """https anywhere, http only to this machine: what every address the kit reaches, or has a person open,
     must be."""
     return scheme == "https" or (scheme == "http" and is_loopback(host))
+
+
+def is_secret_env_name(name: str) -> bool:
+    """Whether an env name says its value is a secret: its last word is one of ``SECRET_WORDS`` (a trailing number
+    aside: ``GITHUB_TOKEN_2``), in any case, as a whole word (``KEYBOARD`` is not ``KEY``, ``AUTHOR`` not ``AUTH``).
+    ``KEY`` after a word of ``DATA_KEYS`` (``SORT_KEY``) is not, ``KEY_ID`` is (``AWS_ACCESS_KEY_ID``); ``PWD``
+    alone is the shell's working directory (carried by every ``env={**os.environ}``), ``MYSQL_PWD`` a password."""
+    words = [word.upper() for word in _NAME_WORDS.findall(name)]
+    while words and words[-1].isdigit():
+        words.pop()
+    if words[-2:] == ["KEY", "ID"]:  # AWS_ACCESS_KEY_ID: a key pair's other half, which names the account
+        words.pop()
+    if not words or words[-1] not in SECRET_WORDS:
+        return False
+    before = words[-2] if len(words) > 1 else None
+    if words[-1] == "KEY":
+        return before not in DATA_KEYS
+    return words[-1] != "PWD" or before is not None
 
 
 def redact_url(url: str) -> str:
@@ -90,12 +124,33 @@ def shown_program(command: str) -> str:
     return KERNEL_PYTHON if command == sys.executable else command
 
 
-def _query_values(url: str | None) -> list[str]:
+def _query_pairs(url: str | None) -> list[tuple[str, str]]:
     try:
         query = urlsplit(url or "").query
     except ValueError:
         return []
-    return [unquote_plus(pair.split("=", 1)[1]) for pair in query.split("&") if "=" in pair]
+    pairs = [pair.split("=", 1) for pair in query.split("&") if "=" in pair]
+    return [(unquote_plus(key), unquote_plus(value)) for key, value in pairs]
+
+
+@dataclass(frozen=True, slots=True)
+class SecretNames:
+    """Where a config's secrets come from, by name (never a value): ``scrubbed`` are searched for in everything the
+    server sends; ``too_short`` are of fewer than ``MIN_SCRUBBED_CHARS`` characters, so they are not (a server's
+    word could be one); ``others`` counts the env values that are no secret."""
+
+    scrubbed: tuple[str, ...] = ()
+    too_short: tuple[str, ...] = ()
+    others: int = 0
+
+    def __str__(self) -> str:
+        """One line for the session's table and log."""
+        scrubbed = ", ".join(self.scrubbed) or "none"
+        short = (f"; not searched for, under {MIN_SCRUBBED_CHARS} characters (a server's word could be one): "
+                 f"{', '.join(self.too_short)}") if self.too_short else ""  # fmt: skip
+        others = (f"; {self.others} other env value{'s are' if self.others != 1 else ' is'} no secret (secret_env "
+                  "names more)") if self.others else ""  # fmt: skip
+        return f"scrubbed as ***: {scrubbed}{short}{others}"
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -292,21 +347,15 @@ class ServerConfig:
         return replace(self, views=views)
 
     def is_secret_env(self, name: str) -> bool:
-        """Whether the env value of ``name`` is a secret: its name says so, or ``secret_env`` lists it."""
-        return name in self.secret_env or SECRET_ENV_NAME.search(name) is not None
+        """Whether the env value of ``name`` is a secret: its name says so (``is_secret_env_name``), or
+        ``secret_env`` lists it."""
+        return name in self.secret_env or is_secret_env_name(name)
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """What is scrubbed from everything the server sends: every header value and the credential after a
-        header's scheme word (``Bearer <token>``), the client secret, the env values ``is_secret_env`` names, and
-        every query value of the URL (tokens often travel there; ``redact_url`` hides them where the kit shows a
-        URL, this catches them in texts that httpx, the SDK or a server build)."""
-        env = [value for name, value in (self.env or {}).items() if self.is_secret_env(name)]
-        values = [*env, *(self.headers or {}).values(), *_query_values(self.url)]
-        values += [value.split(" ", 1)[1] for value in (self.headers or {}).values() if " " in value.strip()]
-        if self.oauth is not None and self.oauth.client_secret is not None:
-            values.append(self.oauth.client_secret)
-        return tuple(value.strip() for value in values if value.strip())
+        """What is scrubbed from everything the server sends (see ``secret_sources``): each value of at least
+        ``MIN_SCRUBBED_CHARS`` characters."""
+        return tuple(value for _, value in secret_sources(self) if len(value) >= MIN_SCRUBBED_CHARS)
 
     @property
     def target(self) -> str:
@@ -341,6 +390,33 @@ class ServerConfig:
         return f"ServerConfig({', '.join(parts)})"
 
     __str__ = __repr__
+
+
+def secret_sources(config: ServerConfig) -> list[tuple[str, str]]:
+    """Each secret of ``config`` with where it comes from: every header value and the credential after a header's
+    scheme word (``Bearer <token>``), the client secret, the env values ``is_secret_env`` names, and every query value
+    of the URL (tokens often travel there; ``redact_url`` hides them where the kit shows a URL, this catches them in
+    texts that httpx, the SDK or a server build)."""
+    sources = [(f"env {name}", value) for name, value in (config.env or {}).items() if config.is_secret_env(name)]
+    for name, value in (config.headers or {}).items():
+        sources.append((f"header {name}", value))
+        if " " in value.strip():
+            sources.append((f"header {name}'s credential", value.strip().split(" ", 1)[1]))
+    sources += [(f"the URL's query value {name}", value) for name, value in _query_pairs(config.url)]
+    if config.oauth is not None and config.oauth.client_secret is not None:
+        sources.append(("OAuth client_secret", config.oauth.client_secret))
+    return [(where, value.strip()) for where, value in sources if value.strip()]
+
+
+def secret_names(config: ServerConfig) -> SecretNames:
+    """Which of ``config``'s values are scrubbed, and which are too short to be, by name (never a value)."""
+    sources = secret_sources(config)
+    scrubbed = [where for where, value in sources if len(value) >= MIN_SCRUBBED_CHARS]
+    if config.oauth is not None:
+        scrubbed.append("the tokens the authorization obtains")
+    too_short = [where for where, value in sources if len(value) < MIN_SCRUBBED_CHARS]
+    others = sum(not config.is_secret_env(name) for name in config.env or {})
+    return SecretNames(tuple(dict.fromkeys(scrubbed)), tuple(dict.fromkeys(too_short)), others)
 
 
 def transit_forms(secret: str) -> set[str]:

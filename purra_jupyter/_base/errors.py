@@ -34,6 +34,22 @@ def server_words(text: str) -> str:
     return text[:SERVER_TEXT_CHARS] + ("…" if len(text) > SERVER_TEXT_CHARS else "")
 
 
+def last_words(text: str, chars: int = SERVER_TEXT_CHARS) -> str:
+    """A server's words whose end matters most (its stderr tail ends with the exception that killed it), as a failure
+    keeps them: at most ``chars`` characters, the last ones, from the start of a line where one fits; a first line
+    says how much was cut from the front. Blank lines around them go; a first line keeps its indentation."""
+    text = text.strip("\n").rstrip()
+    if len(text) <= chars:
+        return text
+    kept = text[len(text) - chars + CUT_NOTE_CHARS :]
+    start = kept.find("\n") + 1  # (0: the one line is longer than that: its end)
+    kept = kept[start:] if 0 < start < len(kept) else kept
+    return f"… ({len(text) - len(kept)} earlier characters cut)\n{kept}"
+
+
+CUT_NOTE_CHARS = 40  # what the first line of ``last_words`` takes of its characters, at most
+
+
 class McpSessionError(Exception):
     """Raised when a session cannot be configured, opened, used or closed as asked; ``.code`` is stable."""
 

@@ -115,7 +115,7 @@ EVENT_TASK = "task"  # a raw call run as a task: created, its end, its cancellat
 EVENT_APP = "app"  # a tool's view: read, its domains decided, its requests, its log lines
 EVENT_RESOURCE_UPDATED = "resource_updated"  # the server said a resource changed (notifications/resources/updated)
 EVENT_ASKED = "asked"  # the server asked the client (sampling, elicitation, roots) and what it was answered
-EVENT_DROPPED = "dropped"  # server messages the ingress did not hand on: a flood past its budget, unknown notices
+EVENT_DROPPED = "dropped"  # server messages not handed on: a flood past its budget, unknown notices, stray answers
 
 # The lists a server offers besides tools, as their list_changed notices name them (raw exploration).
 RESOURCES = "resources"  # resources/list and resources/templates/list (one notice covers both)

@@ -31,7 +31,7 @@ from traitlets import Enum, HasTraits
 
 from .._base import runner
 from .._base.app_rules import client_extensions
-from .._base.config import Scrubber, ServerConfig
+from .._base.config import Scrubber, ServerConfig, secret_names
 from .._base.errors import McpSessionError
 from .._base.session_log import LogEntry, SessionLog
 from .._base.transcript import RECEIVED, SENT, Transcript
@@ -428,6 +428,9 @@ class Connection(HasTraits):
         """Start or reach the server and initialize it within ``deadline`` (ending what it started included); on
         failure, fail and raise."""
         self.log.add(EVENT_CONNECT, f"{self.link.kind} {self.config.target}")
+        secrets = secret_names(self.config)
+        if secrets.scrubbed or secrets.too_short:  # which of the person's values are scrubbed (by name), and why not
+            self.log.add(EVENT_CONNECT, f"secrets: {secrets}")
         self.ending.connect_deadline = deadline
         failure: BaseException | None = None
         try:

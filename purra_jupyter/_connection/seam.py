@@ -21,7 +21,7 @@ import anyio
 
 from .._base import runner
 from .._base.config import Scrubber, ServerConfig
-from .._base.errors import KEPT_APART, SERVER_TEXT_NOTE, McpSessionError
+from .._base.errors import KEPT_APART, SERVER_TEXT_NOTE, McpSessionError, last_words
 from .._base.wire import (
     CONNECT_FAILED,
     CONNECTION_CLOSED,
@@ -191,12 +191,15 @@ def stderr_hint(stderr: str) -> str:
 
 def with_stderr(error: McpSessionError, stderr: str, scrub: Scrubber) -> McpSessionError:
     """``error`` carrying the server's last stderr lines after what else it carries, when its message points to
-    them."""
-    tail = "\n".join(stderr.strip().splitlines()[-FAILURE_STDERR_LINES:])
-    if STDERR_NOTE not in error.message or not tail or tail in error.server_text:
+    them: once (a failure passes several seams, each of which may ask), and kept from the end (``last_words``), so the
+    exception a traceback ends with is always there."""
+    lines = scrub(stderr).rstrip().splitlines()[-FAILURE_STDERR_LINES:]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if STDERR_NOTE not in error.message or not lines or error.server_text.endswith(lines[-1].strip()):
         return error
-    said = "\n".join(filter(None, (error.server_text, tail)))
-    return McpSessionError(error.code, error.message, server_text=scrub.words(said))
+    said = "\n".join(filter(None, (error.server_text, *lines)))
+    return McpSessionError(error.code, error.message, server_text=last_words(said))
 
 
 @dataclass(frozen=True, slots=True)

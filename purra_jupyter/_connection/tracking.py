@@ -7,7 +7,8 @@ may still come is discarded by the SDK's response router (this class), so a late
 That holds for every request the session sends, inside a wait or not (a ``tasks/cancel`` sent while a call ends):
 the tracker knows each one from the moment it goes out (``sent``) until the SDK stops waiting for it (``sending``),
 and an answer that comes after that is logged and dropped, never handed to the SDK, which would fail the session
-with it. Owned by the loop thread: only ``CancelToken.cancel`` is called from others, and it hops to the loop.
+with it; so is an answer to an id it never sent, or a second answer to one. Owned by the loop thread: only
+``CancelToken.cancel`` is called from others, and it hops to the loop.
 
 What a wait costs is kept small, since every call makes one: a connection has one deadline check (a loop timer at
 its waits' earliest deadline, not a timer per request), and a wait is stopped with the standard library's
@@ -30,9 +31,9 @@ import anyio
 
 from .._base import runner
 from .._base.config import Scrubber
-from .._base.errors import SHOWN_CHARS, McpSessionError
+from .._base.errors import SHOWN_CHARS, McpSessionError, shown
 from .._base.session_log import SessionLog
-from .._base.wire import CONNECTION_CLOSED, EVENT_CANCEL, EVENT_ERROR, INTERRUPTED, TIMEOUT
+from .._base.wire import CONNECTION_CLOSED, EVENT_CANCEL, EVENT_DROPPED, EVENT_ERROR, INTERRUPTED, TIMEOUT
 from .._transports.base import Failure, RequestId
 
 if TYPE_CHECKING:
@@ -354,13 +355,17 @@ class RequestTracker:
         return self._routed(request_id, f"JSON-RPC error {error.code}: {error.message}")
 
     def _routed(self, request_id: RequestId, server_text: str) -> bool:
-        """Whether the SDK must not see this answer (claimed here): a late one. An answer to an id this session never
-        sent is the SDK's to refuse (the session fails, saying why)."""
+        """Whether the SDK must not see this answer (claimed here): a late one, discarded; or one to an id the SDK is
+        not waiting for (never sent, or answered already), logged and dropped as the SDK's own client would log it,
+        where the SDK here would fail the session with it."""
         if request_id in self._abandoned:
             del self._abandoned[request_id]
             self._log.add(EVENT_CANCEL, f"late answer to request {request_id} discarded")
             return True
-        self._live.pop(request_id, None)
+        if self._live.pop(request_id, None) is None:
+            self._log.add(EVENT_DROPPED, f"an answer to request {shown(repr(request_id))}, which this session is not "
+                          "waiting for (never sent, or answered already), not handed on")  # fmt: skip
+            return True
         request = self._pending.pop(request_id, None)
         if request is not None and server_text:
             request.server_text = self._scrub.words(server_text)

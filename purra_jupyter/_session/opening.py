@@ -84,12 +84,17 @@ def connect(
         connection.open(deadline)
         if approval == "auto":
             connection.log.add(EVENT_CONNECT, AUTO_APPROVAL_NOTE)
+        failure: BaseException | None = None
         try:
             catalog = connection.request(lambda client: _first_catalog(connection, client), timeout=deadline)
             check_digest(catalog, expect_digest)
+        except McpSessionError as exc:  # the first listing is part of the connect: a broken connection fails it
+            failure = connection.errors.connect_failure(exc, deadline)
         except BaseException as exc:
-            connection.close(f"connect failed: {exc}")
-            raise
+            failure = exc
+        if failure is not None:  # (raised outside the handler, as ``Connection.open`` raises)
+            connection.close(f"connect failed: {failure}")
+            raise failure
         session = McpSession(connection, Bindings(connection, catalog), approval=approval)
         registry.add(session)
     return session

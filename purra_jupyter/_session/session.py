@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar,
 from traitlets import Enum, HasTraits, Int, dlink
 
 from .._base import runner
-from .._base.config import ServerConfig, file_uris
+from .._base.config import ServerConfig, file_uris, secret_names
 from .._base.egress import CellText, bundle, cell_text, cut
 from .._base.errors import McpSessionError
 from .._base.markup import key_value_table
@@ -330,6 +330,7 @@ class McpSession(HasTraits):
             ("protocol", self.connection.protocol_label),
             ("server", self.connection.hello.label),
             ("the server's questions", self.connection.questions.answering()),
+            (SECRETS_LABEL, str(secret_names(self.config))),
             *([(INSTRUCTIONS_LABEL, shown_instructions(self.instructions))] if self.instructions else []),
         ]
         return bundle(key_value_table(rows, "purra-session"), self.__repr__())
@@ -345,6 +346,7 @@ def sessions() -> list[McpSession]:
 
 
 INSTRUCTIONS_LABEL = "the server's instructions (its own words, shown as text)"
+SECRETS_LABEL = "your secrets in what the server sends"  # which of the config's values are scrubbed, by name
 INSTRUCTIONS_CHARS = 4_000  # of the server's instructions shown (s.instructions keeps them whole)
 
 
@@ -353,4 +355,4 @@ def shown_instructions(instructions: str) -> str:
     return cut(instructions, INSTRUCTIONS_CHARS, "s.instructions")
 
 
-__all__ = ["INSTRUCTIONS_LABEL", "McpSession", "forward", "registry", "sessions", "shown_instructions"]
+__all__ = ["INSTRUCTIONS_LABEL", "SECRETS_LABEL", "McpSession", "forward", "registry", "sessions", "shown_instructions"]

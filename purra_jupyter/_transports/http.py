@@ -311,7 +311,8 @@ class _Exchanges:
             body += chunk
             if len(body) > self._max:
                 raise MessageTooLarge
-        if not await self._take(self._session.parsed(bytes(body), f"answered {sent.method} with a body"), sent):
+        message = self._session.parsed(bytes(body), f"answered {sent.method} with a body")
+        if not await self._take(message, sent, alone=True):
             raise self._session.failed(PROTOCOL_ERROR, f"answered {sent.method} with a message that is not its "
                                        "answer")  # fmt: skip
 
@@ -357,23 +358,28 @@ class _Exchanges:
             return f"the connection broke: {error.__class__.__name__}"
         return "the stream ended"
 
-    async def _take(self, message: JSONRPCMessage | None, sent: _Sent | None) -> bool:
+    async def _take(self, message: JSONRPCMessage | None, sent: _Sent | None, *, alone: bool = False) -> bool:
         """Forward one server message to the session (none: the ingress dropped it); ``True`` when it is the answer
-        to ``sent``. A request of the server's on the stream of ``sent`` relates to it (the spec's rule, and what the
-        SDK's server does): it goes on with ``sent``'s id, so a question is tied to the call it came with."""
+        to ``sent``. ``alone``: it is the whole body of ``sent``'s answer. A request of the server's on the stream of
+        ``sent`` relates to it (the spec's rule, and what the SDK's server does): it goes on with ``sent``'s id, so a
+        question is tied to the call it came with."""
         if message is None:
             return False
-        answer = sent is not None and self._answers(message.root, sent)
+        answer = sent is not None and self._answers(message.root, sent, alone=alone)
         related = sent.id if sent is not None and isinstance(message.root, JSONRPCRequest) else None
         metadata = ServerMessageMetadata(related_request_id=related) if related is not None else None
         await self._incoming.send(SessionMessage(message, metadata=metadata))
         return answer
 
-    def _answers(self, root: object, sent: _Sent) -> bool:
-        """Whether ``root`` is the answer to ``sent``; an answer to another request breaks the exchange."""
+    def _answers(self, root: object, sent: _Sent, *, alone: bool) -> bool:
+        """Whether ``root`` is the answer to ``sent``. An answer to another request on an event stream is the session's
+        to route (a late one discarded, one to an id never sent logged and dropped) while the stream is read on; as
+        the whole body (``alone``) it leaves ``sent`` unanswered, which breaks the exchange."""
         if not isinstance(root, JSONRPCResponse | JSONRPCError):
             return False
         if root.id != sent.id:
+            if not alone:
+                return False
             raise self._session.failed(PROTOCOL_ERROR, f"answered {sent.method} (request {sent.id!r}) with the "
                                        "answer to another request",
                                        server_text=f"the answer's id: {root.id!r}")  # fmt: skip

@@ -10,7 +10,8 @@ It also keeps a flood from starving the session: notifications that only inform 
 updated) pass at most ``FLOOD_RATE`` a second (after a burst of ``FLOOD_BURST``); past that they are counted, not
 handed on, and the session log says how many went. Notifications the SDK does not know are counted the same way (the
 SDK would only log and ignore them). Requests, responses and the notices that change what the kit knows (a list
-changed, a cancellation, a task's status) always pass.
+changed, a cancellation, a task's status) always pass; a response with no id, which answers nothing, is logged and
+dropped (``_stray``; one to an id the session is not waiting for is the request tracker's to drop).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class Ingress:
             value = parse(data)
         except JsonRefused as refused:
             raise NotJsonRpc(refused.reason, self._excerpt(data)) from None
-        if self._drops(value):
+        if self._drops(value) or self._stray(value, data):
             return None
         value = self.scrub.value(value)
         try:
@@ -158,6 +159,19 @@ class Ingress:
             return False
         self._dropped[method if method in known else "unknown notifications"] += 1
         self._report()
+        return True
+
+    def _stray(self, value: Any, data: bytes | str) -> bool:
+        """Whether ``value`` is a response with no id (``{"jsonrpc": "2.0", "result": null}``, as the published
+        @leanspec/mcp answers the ``initialized`` notification; an error with ``"id": null``): an answer to nothing the
+        session asked, which the SDK's own client logs and ignores. It is logged (its start, scrubbed) and dropped:
+        validated as a message, it would fail the session."""
+        if not isinstance(value, dict) or "method" in value or value.get("id") is not None:
+            return False
+        if "result" not in value and "error" not in value:
+            return False
+        self._note(EVENT_DROPPED, f"a response with no id, an answer to nothing this session asked, not handed on: "
+                   f"{self._excerpt(data)}")  # fmt: skip
         return True
 
     def _take(self) -> bool:

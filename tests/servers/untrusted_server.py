@@ -13,9 +13,15 @@ PLAN_JSON is an object; every key is optional:
   ``initialize_error``: a JSON-RPC error object to answer ``initialize`` with instead; ``ping_error``: one to
   answer each ``ping`` with (``{secret}`` in these stands for the secret).
 - ``never_initialize``: never answer ``initialize``. ``banner``: a line that is not JSON-RPC, written to stdout
-  before the initialize answer.
+  before the initialize answer. ``crash``: ``{"frames": N, "name_chars": M}``, on ``initialize`` die of an exception
+  raised N distinct frames deep (function names of about M characters), so stderr ends with a Python traceback whose
+  lines are indented and whose last line is ``RuntimeError: ... CRASH_CAUSE``.
+- ``on_initialized``: messages sent in reply to the ``notifications/initialized`` notification (stdio: lines on
+  stdout, as the published @leanspec/mcp answers it ``{"jsonrpc": "2.0", "result": null}``; HTTP: the body of its
+  POST's answer, which a client ignores). ``before_list``: messages sent before each ``tools/list`` answer (stdio:
+  lines; HTTP: events of the answer's event stream).
 - ``secret_env``: the name of an environment variable holding the secret (stdio); over HTTP the secret is the
-  ``Authorization`` header's value.
+  ``Authorization`` header's value, or with ``secret_query`` the value of that query parameter of the URL.
 - ``child_holding_pipes``: at start, start a child that holds stdout and stderr and sleeps (pids on stderr:
   ``untrusted server: pids SERVER CHILD``), as a launcher does.
 - ``linger``: (stdio) when stdin ends, ignore SIGTERM and stay.
@@ -139,6 +145,19 @@ TASK = {"taskId": "task-1", "status": "working", "createdAt": "2026-01-01T00:00:
         "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60000, "pollInterval": 100}  # fmt: skip
 
 
+CRASH_CAUSE = "the configuration file /etc/untrusted/server.toml is missing"
+
+
+def crash(frames: int, name_chars: int) -> None:
+    """Raise, ``frames`` distinct frames deep (so Python repeats none of them), an exception nobody catches."""
+    name = "step_{}_" + "x" * max(0, name_chars - 8)
+    source = f"def {name.format(0)}():\n    raise RuntimeError({CRASH_CAUSE!r})\n"
+    source += "".join(f"def {name.format(n)}():\n    {name.format(n - 1)}()\n" for n in range(1, frames))
+    space: dict[str, Any] = {}
+    exec(compile(source, "untrusted_loader.py", "exec"), space)
+    space[name.format(frames - 1)]()
+
+
 def answer(ident: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "result": result}
 
@@ -189,6 +208,8 @@ def handle(message: dict[str, Any], write_raw: Any, raw: bytes = b"") -> Reply |
     if method == "initialize":
         if PLAN.get("never_initialize"):
             return None
+        if "crash" in PLAN:
+            crash(PLAN["crash"]["frames"], PLAN["crash"]["name_chars"])
         if "initialize_error" in PLAN:
             return Reply({"jsonrpc": "2.0", "id": ident, "error": with_secret(PLAN["initialize_error"])})
         if "banner" in PLAN:
@@ -200,7 +221,9 @@ def handle(message: dict[str, Any], write_raw: Any, raw: bytes = b"") -> Reply |
         }
         return Reply(answer(ident, {**result, **with_secret(PLAN.get("initialize", {}))}))
     if method == "tools/list":
-        return Reply(answer(ident, {"tools": listing()}))
+        return Reply(*PLAN.get("before_list", []), answer(ident, {"tools": listing()}))
+    if method == "notifications/initialized" and PLAN.get("on_initialized"):
+        return Reply(*PLAN["on_initialized"])
     if method == "ping":
         if "ping_error" in PLAN:
             return Reply({"jsonrpc": "2.0", "id": ident, "error": with_secret(PLAN["ping_error"])})
@@ -410,12 +433,17 @@ class Handler(BodyHandler):
         self.send_body(200, b"", "text/plain")
 
     def do_POST(self) -> None:
-        STATE["secret"] = self.headers.get("Authorization", "")
+        query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
+        STATE["secret"] = query.get(PLAN["secret_query"], "") if "secret_query" in PLAN else self.headers.get(
+            "Authorization", "")  # fmt: skip
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         message = json.loads(body)
         if message.get("id") is None or message.get("method") is None:  # a notification, or an answer of the client's
-            self.send_body(202, b"", "text/plain")
-            handle(message, lambda data: None)
+            reply = handle(message, lambda data: None)
+            if reply is None:
+                self.send_body(202, b"", "text/plain")
+            else:  # (what a stray answer to a notification looks like over HTTP: a body nobody asked for)
+                self.send_body(200, json.dumps(reply.messages[0]).encode(), "application/json", self.session_header())
             return
         if PLAN.get("calls", {}).get((message.get("params") or {}).get("name")) in ("ask", "flood", "ask-later"):
             self.stream(message, body)
