@@ -585,7 +585,10 @@ def test_huge_server_text_is_shown_cut_everywhere(transport: str, ip: Any, tmp_p
         with pj.connect(config) as s:
             assert len(s.instructions or "") == HUGE + len(" the end")
             bundle = s._repr_mimebundle_()
-            assert len(bundle["text/html"]) < 20_000 and "4,000 of 3,500,008 characters shown" in bundle["text/html"]
+            assert (
+                len(bundle["text/html"]) < 20_000
+                and "showing the first 4,000 of 3,500,008 characters" in bundle["text/html"]
+            )
         servers = tmp_path / "mcp.json"
         entry = {"url": config.url, "headers": dict(config.headers or {})} if config.url else {
             "command": config.command, "args": list(config.args), "env": dict(config.env or {})}  # fmt: skip
