@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
-from conftest import ROOT, SERVERS, descendants, plan_argument, stop_tree, unsafe_markup, wait_until
+from conftest import ROOT, SERVERS, descendants, execute_notebook, plan_argument, stop_tree, unsafe_markup, wait_until
 from IPython.utils.capture import capture_output
 
 import purra_jupyter as pj
-from purra_jupyter._base.egress import cell_text
+from purra_jupyter._base.egress import HTML_CHARS, TEXT_CHARS, cell_text
 from purra_jupyter._base.surfaces import CELL_TEXT, CLI, DATA, FILE, HTML, SURFACES, WIRE
 from purra_jupyter._connection.questions import ELICITATION, SAMPLING
 from purra_jupyter._ui.questions import QuestionWidget, form_problem, not_sent, question_bundle, sampling_reply
@@ -599,6 +600,100 @@ def test_huge_server_text_is_shown_cut_everywhere(transport: str, ip: Any, tmp_p
         shown = [output.data for output in captured.outputs]
         assert sum(len(json.dumps(data)) for data in shown) < 100_000
         assert any("s.instructions holds them all" in data.get("text/plain", "") for data in shown)
+
+
+# A server's data at megabytes, in text that escaping makes longer (``<`` is ``&lt;``, a zero-width space ``\u200b``).
+LINE = "a line <b>&amp;</b> 'quoted' \"too\" \u200b\n"
+MARKUP = "<div onclick='x()'>&amp;</div>\n"
+BIG_TEXT = 3_500_000  # characters of a text resource (and of HTML and SVG source, and of CSV)
+BIG_JSON = json.dumps({"items": [{"n": n, "label": "<script>x()</script> & 'it'"} for n in range(90_000)]})
+PROMPT_TEXT = "<&>" * 20_000  # within a prompt's 64 KiB (purra-mcp's limit of a result): 240,000 characters of HTML
+FLOOD_DATA = "<" * 300  # each of the log flood's lines
+SLACK = 4_000  # the kit's own words around what a display bounds: its head, its notes
+HUGE_PLAN: dict[str, Any] = {
+    **QUIET,
+    "tools": [{"name": "speak", "inputSchema": {"type": "object"}}, {"name": "big", "inputSchema": {"type": "object"}}],
+    "calls": {"speak": "flood", "big": "say"},
+    "say": [],
+    "result_text": PROMPT_TEXT,
+    "resources": [{"uri": f"huge://{n}", "name": f"r{n}", "description": "<" * 4_000} for n in range(200)],
+    "contents": {
+        "huge://text": {"mimeType": "text/plain", "text": LINE, "times": BIG_TEXT // len(LINE)},
+        "huge://json": {"mimeType": "application/json", "text": BIG_JSON},
+        "huge://csv": {"mimeType": "text/csv", "text": 'n,<b>"x"</b>\n', "times": BIG_TEXT // 14},
+        "huge://html": {"mimeType": "text/html", "text": MARKUP, "times": BIG_TEXT // len(MARKUP)},
+        "huge://svg": {"mimeType": "image/svg+xml", "text": MARKUP, "times": BIG_TEXT // len(MARKUP)},
+    },
+    "messages": {"huge": {"text": PROMPT_TEXT}},
+}
+# Each display: how it is made of the session, and the attribute its note names as holding it all.
+HUGE_DISPLAYS: dict[str, tuple[str, str]] = {
+    "text resource": ("s.read_resource('huge://text')", ".text holds them all"),
+    "JSON resource": ("s.read_resource('huge://json')", ".text holds them all"),
+    "CSV resource": ("s.read_resource('huge://csv')", ".text holds them all"),
+    "HTML source": ("s.read_resource('huge://html')", ".text holds them all"),
+    "SVG source": ("s.read_resource('huge://svg')", ".text holds them all"),
+    "prompt": ("s.get_prompt('huge')", ".text holds them all"),
+    "resource listing": ("s.resources", "s.resources.to_frame() holds them all"),
+    "session log": ("s.log", "s.log.to_frame() holds them all"),
+    "raw result": ("s.call('big', {}, raw=True, approve=True)", ".content holds them all"),
+    "envelope": ("s.call('big', {}, approve=True)", ".text holds them all"),
+}
+# What the session does before it is shown: a tool bound, a log flooded.
+PREPARE = (
+    f"s.bind('big')\nassert s.call('speak', {{'count': 12_000, 'data': {FLOOD_DATA!r}}}, raw=True, approve=True).ok"
+)
+
+
+def assert_bounded(name: str, bundle: dict[str, Any], whole: str) -> None:
+    """A display's HTML and text within the bound of one display (escaped, as they are in the bundle), each saying how
+    much it shows and where the rest is."""
+    html, text = bundle["text/html"], bundle["text/plain"]
+    assert len(html) <= HTML_CHARS + SLACK and len(text) <= TEXT_CHARS + SLACK, (name, len(html), len(text))
+    for medium, shown in (("html", html), ("text", text)):
+        assert re.search(r"showing the (first|last) [\d,]+ of [\d,]+ ", shown), (name, medium, shown[-300:])
+        assert whole in shown, (name, medium, whole, shown[-300:])
+    assert unsafe_markup(html) == [], (name, html[:2000])
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_huge_resources_prompts_and_logs_are_shown_bounded(transport: str) -> None:
+    """A text resource of 3.5 MB, a JSON one of 4.5 MB, CSV, HTML and SVG source of 3.5 MB, a prompt and a tool's
+    result whose text escapes to 240,000 characters, a listing of 200 resources of 4,000 ``<`` each and a log flood:
+    each display's HTML and text stay within one display's bound, say how much they show, and name the attribute that
+    holds it all, which does."""
+    with hostile_config(transport, "huge", HUGE_PLAN) as config, pj.connect(config) as s:
+        exec(PREPARE, {"s": s})
+        for name, (made, whole) in HUGE_DISPLAYS.items():
+            assert_bounded(name, eval(made, {"s": s})._repr_mimebundle_(), whole)
+        assert len(s.read_resource("huge://text").text) == BIG_TEXT // len(LINE) * len(LINE)
+        assert s.read_resource("huge://json").text == BIG_JSON
+        assert s.get_prompt("huge").text == [PROMPT_TEXT]
+        assert len(s.resources.to_frame()) == 200 and len(s.log.to_frame()) > 2_000
+
+
+def test_a_saved_notebook_of_huge_server_data_stays_bounded(tmp_path: Path) -> None:
+    """The displays of the test above, each in a cell of a notebook run on a real kernel (nbclient) and saved: each
+    output within one display's bound, saying so, and the saved file under 1 MB (the server sent over 20 MB)."""
+    with plan_argument(HUGE_PLAN, inline_below=0) as plan:
+        connect = (
+            f"s = pj.connect(pj.ServerConfig('huge', command=sys.executable, args=[{str(UNTRUSTED)!r}, {plan!r}]))"
+        )
+        cells = ["import sys\nimport purra_jupyter as pj", connect, PREPARE,
+                 *(made for made, _ in HUGE_DISPLAYS.values()), "s.close()"]  # fmt: skip
+        notebook = nbformat.v4.new_notebook()
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+        nbformat.write(notebook, tmp_path / "huge.ipynb")
+        execute_notebook(tmp_path / "huge.ipynb", tmp_path / "saved.ipynb")
+    saved = nbformat.read(tmp_path / "saved.ipynb", as_version=4)
+    outputs = {cell.source: cell.outputs for cell in saved.cells}
+    for name, (made, whole) in HUGE_DISPLAYS.items():
+        [output] = outputs[made]
+        assert_bounded(name, output["data"], whole)
+    # Ten displays of at most 48 kB of HTML and text each; the two results' payloads for the extension hold the result
+    # whole, within the session's limits (64 KiB); the file's JSON escapes some characters twice over.
+    assert (tmp_path / "saved.ipynb").stat().st_size < 1_000_000, (tmp_path / "saved.ipynb").stat().st_size
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -80,8 +80,8 @@ def test_server_everything_lists_its_resources_templates_and_prompts() -> None:
         assert prompts.keys() == ["simple-prompt", "args-prompt", "completable-prompt", "resource-prompt"]
         frame = resources.to_frame()
         assert frame.index.name == "uri" and set(frame["mime_type"]) == {"text/markdown"}
-        assert templates.to_frame().loc[TEXT_TEMPLATE, "variables"] == "resourceId"
-        assert prompts.to_frame().loc["args-prompt", "arguments"] == "city (required), state"
+        assert templates.to_frame().loc[TEXT_TEMPLATE, "variables"] == "'resourceId'"
+        assert prompts.to_frame().loc["args-prompt", "arguments"] == "'city' (required), 'state'"
         for listing in (resources, templates, prompts):
             assert OFFERINGS_LABEL in html_of(listing) and OFFERINGS_LABEL in plain_of(listing)
             assert_safe(html_of(listing))
@@ -265,7 +265,7 @@ def test_csv_is_a_table_and_its_cells_are_text() -> None:
     html, _ = read_html(text(rows, "text/csv"))
     parsed = tokens(html)
     assert [tag for tag, _ in parsed.tags].count("tr") == 51  # the header and the first 50 rows
-    assert "… 10 more rows" in html
+    assert "showing the first 50 of 60 rows; .text holds them all" in html
     assert_safe(html, SCRIPT)
 
 
@@ -358,7 +358,7 @@ def test_templates_are_filled_by_rfc_6570_with_values_percent_encoded() -> None:
         form.fields["id"].value, form.fields["q"].value = "7", "x"
         submitted = form.submit()
         assert submitted is not None and submitted.result(timeout=10).text == "7"
-        for values, said in (({"id": "1"}, "no value for q"), ({"id": "1", "q": "2", "z": "3"}, "no variable z"),
+        for values, said in (({"id": "1"}, "no value for 'q'"), ({"id": "1", "q": "2", "z": "3"}, "no variable 'z'"),
                              ({"id": ["1"], "q": "2"}, "a string or a number")):  # fmt: skip
             with pytest.raises(pj.McpSessionError) as refused:
                 session.read_resource("test://t/{id}{?q}", values)
