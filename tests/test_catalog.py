@@ -232,8 +232,8 @@ def test_binding_refusals_carry_purras_code_and_the_reasons(demo: pj.McpSession)
     with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("serch_documents")  # a typo: the nearest names come first, then every tool it lists
     said = caught.value.server_text.splitlines()
-    assert said[0].startswith("did you mean: search_documents") and "search_documents" not in caught.value.message
-    assert said[1] == "tools it lists: " + ", ".join(tool.label for tool in demo.catalog.tools), said
+    assert said[0].startswith("did you mean: 'search_documents'") and "search_documents" not in caught.value.message
+    assert said[1] == "tools it lists: " + ", ".join(tool.quoted_label for tool in demo.catalog.tools), said
     with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("echo", local_name="not valid!")
     assert caught.value.code == "mcp_binding_invalid"

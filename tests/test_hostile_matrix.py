@@ -696,6 +696,61 @@ def test_a_saved_notebook_of_huge_server_data_stays_bounded(tmp_path: Path) -> N
     assert (tmp_path / "saved.ipynb").stat().st_size < 1_000_000, (tmp_path / "saved.ipynb").stat().st_size
 
 
+# Words that, split where the server put line breaks (``\n``, ``\r``, U+2028, U+0085), make rows of the catalog's text.
+FORGED_ROWS = ("fetch: callable", "delete_everything: callable", "write_all: callable", "rm: callable")
+FORGE = "x\nfetch: callable\rdelete_everything: callable\u2028write_all: callable\u0085rm: callable\r\ny"
+BREAKS = ("\r", "\u2028", "\u2029", "\u0085", "\x0b", "\x0c")
+LISTED = f"a, b{FORGE}"  # a name that holds a list's separator and line breaks
+ESCAPES = {"\n": "\\u000a", "\r": "\\u000d", "\u2028": "\\u2028", "\u0085": "\\u0085"}
+QUOTED = "'" + "".join(ESCAPES.get(char, char) for char in LISTED) + "'"  # as a list shows it: one name, in quotes
+FORGING_SCHEMA = {"type": "object", "properties": {FORGE: {"type": "string", "default": "d"}}}
+FORGING_PLAN: dict[str, Any] = {
+    **QUIET,
+    "tools": [
+        {"name": "speak", "title": FORGE, "description": FORGE, "inputSchema": FORGING_SCHEMA},
+        {"name": LISTED, "title": FORGE, "description": FORGE, "inputSchema": FORGING_SCHEMA},
+        {"name": "said", "title": FORGE, "description": FORGE, "inputSchema": {"type": "object"}},
+    ],
+    "calls": {"speak": "say", LISTED: "say", "said": "say"},
+    "say": [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": FORGE}}],
+    "result_text": FORGE,
+}
+
+
+def forms_of_plain_text(s: pj.McpSession, config: pj.ServerConfig, transport: str, tmp: Path) -> dict[str, str]:
+    """Every plain-text form of what the forging server said: the catalog, a call's record, a raw result, an envelope,
+    the session log, a batch's and a replay's summaries, and ``purra-jupyter check``'s text."""
+    pending = s.call(LISTED, {}, raw=True)
+    pending.approve()
+    wait_until(lambda: pending.state == "done", what="the approved call")
+    s.bind("said")
+    envelope = s.call("said", {}, approve=True)
+    batch = s.evaluate(LISTED, [{}, {}], raw=True, approve=True)
+    s.transcript.save(tmp / "forging.jsonl")
+    with hostile_config(transport, "replayed", QUIET) as other:  # its tools differ: the changes name them
+        replayed = pj.replay(tmp / "forging.jsonl", other, approve=True)
+    return {"catalog": repr(s.catalog), "record": pending._repr_mimebundle_()["text/plain"],
+            "raw result": repr(pending.result), "envelope": repr(envelope), "session log": repr(s.log),
+            "batch summary": repr(batch.attrs["summary"]), "replay summary": repr(replayed.attrs["summary"]),
+            "check text": cli_check(config, "text").stdout}  # fmt: skip
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_no_server_string_forges_a_line_of_plain_text(transport: str, tmp_path: Path) -> None:
+    """Tool names, titles, descriptions, property names, log lines and results that hold line breaks (``\n``, ``\r``,
+    U+2028, U+0085) and rows of the catalog's text: in every plain-text form each server string stays on its line (a
+    result's block of lines stands behind ``| ``), no forged row appears, and each name of a list is quoted (``a, b``
+    in one name is not two)."""
+    with hostile_config(transport, "forging", FORGING_PLAN) as config, pj.connect(config, record=True) as s:
+        shown = forms_of_plain_text(s, config, transport, tmp_path)
+    for form, text in shown.items():
+        assert not [mark for mark in BREAKS if mark in text], (form, text[:3000])
+        forged = [line for line in text.splitlines() if line.lstrip().startswith(FORGED_ROWS)]  # (a block: behind "| ")
+        assert forged == [], (form, forged)
+    for form in ("catalog", "replay summary"):  # a list of names: the shared reason's tools, the tools that went
+        assert QUOTED in shown[form], (form, shown[form][:3000])
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_notification_flood_delays_its_call_by_no_more_than_its_timeout(transport: str) -> None:
     """150,000 notifications (log lines, progress of no one's token, a method nobody knows) before the answer: the
