@@ -35,8 +35,10 @@ from IPython.utils.capture import capture_output
 
 import purra_jupyter as pj
 from purra_jupyter._base.egress import HTML_CHARS, TEXT_CHARS, cell_text
+from purra_jupyter._base.frames import FRAME_CELL_CHARS
 from purra_jupyter._base.surfaces import CELL_TEXT, CLI, DATA, FILE, HTML, SURFACES, WIRE
 from purra_jupyter._connection.questions import ELICITATION, SAMPLING
+from purra_jupyter._purra.catalog import CATALOG_HTML_CHARS, CATALOG_TEXT_CHARS
 from purra_jupyter._ui.questions import QuestionWidget, form_problem, not_sent, question_bundle, sampling_reply
 from purra_jupyter.magics import frame_formatter
 
@@ -430,6 +432,7 @@ SIZE = Elsewhere(f"{HERE}::test_huge_server_text_is_shown_cut_everywhere")
 FLOOD = Elsewhere(f"{HERE}::test_a_notification_flood_delays_its_call_by_no_more_than_its_timeout")
 LATE = Elsewhere(f"{HERE}::test_late_and_unknown_messages_never_fail_the_session")
 FIDELITY = Elsewhere(f"{HERE}::test_the_approval_shows_the_bytes_that_are_sent")
+HUGE_DATA = Elsewhere(f"{HERE}::test_huge_resources_prompts_and_logs_are_shown_bounded")
 CRAFTED = Elsewhere("tests/test_crafted_files.py", "transcripts and checkpoints crafted by hand, read back")
 NOT_FILES = NotApplicable("it reads no file: what it shows comes from a session")
 NOT_A_CALL = NotApplicable("it shows no call's arguments")
@@ -445,25 +448,25 @@ def row(**different: Row) -> dict[str, Row]:
 VIEWS = "tests/test_views.py::test_a_hostile_view_reaches_nothing_and_leaves_the_page_unchanged"
 OAUTH = "tests/test_oauth.py::test_the_authorization_view_shows_a_hostile_address_as_text"
 ROWS: dict[str, dict[str, Row]] = {
-    "catalog": row(),
-    "envelope": row(approval_fidelity=FIDELITY),
-    "raw result": row(approval_fidelity=FIDELITY),
+    "catalog": row(size=Elsewhere(f"{HERE}::test_a_catalog_whose_reasons_quote_huge_names_is_shown_bounded")),
+    "envelope": row(size=HUGE_DATA, approval_fidelity=FIDELITY),
+    "raw result": row(size=HUGE_DATA, approval_fidelity=FIDELITY),
     "session": row(),
     "instructions": row(),
-    "session log": row(),
+    "session log": row(size=HUGE_DATA),
     "stderr": row(
         markup=NO_HTML, size=Elsewhere("tests/test_faults.py::test_a_stderr_flood_keeps_only_a_bounded_tail")
     ),
     "status line": row(),
     "approval": row(approval_fidelity=FIDELITY),
-    "call record": row(approval_fidelity=FIDELITY),
+    "call record": row(size=HUGE_DATA, approval_fidelity=FIDELITY),
     "activity": row(),
     "binding": row(),
-    "offerings": row(),
+    "offerings": row(size=HUGE_DATA),
     "forms": row(links=links_absent, approval_fidelity=FIDELITY),
     "view": {attack: Elsewhere(VIEWS, "a hostile view of a test server, in JupyterLab") for attack in ATTACKS},
     "batch": row(crafted_files=CRAFTED, approval_fidelity=FIDELITY),
-    "frames": row(),
+    "frames": row(size=HUGE_DATA),
     "replay": row(crafted_files=CRAFTED),
     "chart": row(markup=NO_HTML),
     "authorization": {attack: Elsewhere(OAUTH, "an authorization server's hostile address") for attack in ATTACKS},
@@ -660,8 +663,8 @@ def assert_bounded(name: str, bundle: dict[str, Any], whole: str) -> None:
 def test_huge_resources_prompts_and_logs_are_shown_bounded(transport: str) -> None:
     """A text resource of 3.5 MB, a JSON one of 4.5 MB, CSV, HTML and SVG source of 3.5 MB, a prompt and a tool's
     result whose text escapes to 240,000 characters, a listing of 200 resources of 4,000 ``<`` each and a log flood:
-    each display's HTML and text stay within one display's bound, say how much they show, and name the attribute that
-    holds it all, which does."""
+    each display's HTML and text (a call's record too) stay within one display's bound, say how much they show, and name
+    the attribute that holds it all, which does; a batch's frame of such results cuts each value."""
     with hostile_config(transport, "huge", HUGE_PLAN) as config, pj.connect(config) as s:
         exec(PREPARE, {"s": s})
         for name, (made, whole) in HUGE_DISPLAYS.items():
@@ -670,6 +673,37 @@ def test_huge_resources_prompts_and_logs_are_shown_bounded(transport: str) -> No
         assert s.read_resource("huge://json").text == BIG_JSON
         assert s.get_prompt("huge").text == [PROMPT_TEXT]
         assert len(s.resources.to_frame()) == 200 and len(s.log.to_frame()) > 2_000
+        pending = s.call("big", {}, raw=True)  # a call's record: its decision, then its result as shown
+        pending.approve()
+        wait_until(lambda: pending.state == "done", what="the approved call")
+        assert_bounded("call record", pending._repr_mimebundle_(), ".content holds them all")
+        batch = s.evaluate("big", [{}, {}, {}], raw=True, approve=True)  # each row's text: 240,000 characters of HTML
+        assert set(batch["text"]) == {PROMPT_TEXT}
+        html = frame_formatter(batch)  # (the kit's HTML of its frames, a settled batch's record's too)
+        assert len(html) < 3 * len(batch.columns) * (FRAME_CELL_CHARS + 200), len(html)
+        assert "the DataFrame holds them whole" in html
+
+
+# A catalog whose schemas hold property names of 50,000 ``<``: each is quoted by three reasons of its tool.
+WIDE = "<" * 50_000
+WIDE_PROPERTY = {"type": "string", "default": "d", "format": "f", "pattern": "p"}
+WIDE_PLAN: dict[str, Any] = {**QUIET, "tools": [
+    {"name": f"wide{n}", "inputSchema": {"type": "object", "properties": {f"{WIDE}{n}": WIDE_PROPERTY}}}
+    for n in range(4)]}  # fmt: skip
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_catalog_whose_reasons_quote_huge_names_is_shown_bounded(transport: str) -> None:
+    """Four tools whose three reasons each quote a property name of 50,000 ``<`` (2.4 MB of HTML, drawn whole): the
+    catalog's HTML and text stay within the catalog's bound, each reason cut saying where it is whole, which it is."""
+    with hostile_config(transport, "wide", WIDE_PLAN) as config, pj.connect(config) as s:
+        bundle = s.catalog._repr_mimebundle_()
+        reasons = [reason for tool in s.catalog.tools for reason in tool.reasons if WIDE in reason]
+    assert len(reasons) == 12, [reason[:80] for reason in reasons]
+    html, text = bundle["text/html"], bundle["text/plain"]
+    assert len(html) <= CATALOG_HTML_CHARS + SLACK and len(text) <= CATALOG_TEXT_CHARS + SLACK, (len(html), len(text))
+    cut = r"showing the first 1,000 of [\d,]+ characters; the tool(&#x27;|')s \.reasons holds them all"
+    assert len(re.findall(cut, html)) == len(re.findall(cut, text)) == 12, (html[-3000:], text[-3000:])
 
 
 def test_a_saved_notebook_of_huge_server_data_stays_bounded(tmp_path: Path) -> None:
