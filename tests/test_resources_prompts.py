@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from pydantic import AnyUrl
 
 import purra_jupyter as pj
+from purra_jupyter._base.egress import HTML_CHARS, TEXT_CHARS
 from purra_jupyter._base.wire import (
     CAPABILITY_MISSING,
     CATALOG_LIMIT,
@@ -448,6 +450,17 @@ def test_a_read_is_bounded_by_what_one_message_holds_not_by_a_tool_results_cap()
             session.read_resource("test://big")
         assert refused.value.code == RESULT_TOO_LARGE and "over 16384 bytes" in refused.value.message
         assert session.state == "ready"
+
+
+def test_a_read_of_many_contents_shows_those_that_fit_and_says_so() -> None:
+    """50,000 empty contents (each a head and no text): the HTML and the text hold what fits one display's bound, the
+    markup of each content counted, and say how many of the contents they show; ``.contents`` holds them all."""
+    with connect(Offering(contents={"test://many": text("", "text/plain") * 50_000})) as session:
+        read = session.read_resource("test://many")
+    assert len(read.contents) == 50_000
+    for shown, most in ((html_of(read), HTML_CHARS), (plain_of(read), TEXT_CHARS)):
+        assert len(shown) < most + 1_000, len(shown)
+        assert re.search(r"showing the first [\d,]+ of 50,000 contents; \.contents holds them all", shown), shown[-300:]
 
 
 def test_a_read_the_server_refuses_is_its_protocol_error() -> None:

@@ -38,6 +38,7 @@ _COMMAND = "::"  # what starts a GitHub Actions workflow command
 HTML_CHARS = 40_000
 TEXT_CHARS = 8_000
 _STEP = 1_024  # characters measured at once while fitting a text into a room
+S = TypeVar("S")
 T = TypeVar("T")
 
 
@@ -161,6 +162,18 @@ class Room:
             return False
         self.left -= needed
         return True
+
+    def fill(self, items: Iterable[S], make: Callable[[S, Room], T], measure: Callable[[T], str] = str) -> list[T]:
+        """Each item as ``make`` shows it within this room (cutting its text to what is left), until the room is full:
+        each part takes its room whole, the kit's markup around the server's text too."""
+        made = []
+        for item in items:
+            if self.full:
+                break
+            before = self.left
+            made.append(make(item, self))
+            self.left = before - self._made(measure(made[-1]))
+        return made
 
     def parts(self, made: Iterable[T], measure: Callable[[T], str] = str) -> Iterator[T]:
         """The parts of ``made`` in order while each fits (``measure``: a part as the medium writes it), each taking

@@ -391,31 +391,29 @@ def content_html(item: Mapping[str, Any], room: Room) -> Html:
     """One resource content by its type, as much as fits ``room``: text as text, JSON folded, CSV as a table,
     PNG/JPEG/GIF/WebP as images, HTML and SVG as their source text, any other binary as its size and digest."""
     mime = _media(item.get("mimeType"))
-    head = tag("small", f"{item.get('uri')} · {mime or 'no MIME type'}")
+    head = tag("small", " · ".join(_content_head(item)))
     body = _blob_html(item, mime, room) if "blob" in item else _text_html(str(item.get("text", "")), mime, room)
     return tag("div", head, body, class_="purra-resource-content")
+
+
+def _content_head(item: Mapping[str, Any]) -> tuple[str, str]:
+    """A content's URI and MIME type as its head shows them: the server's words, each on one line and cut."""
+    return one_line(str(item.get("uri")), CELL_CHARS), one_line(_media(item.get("mimeType")) or "no MIME type", 200)
 
 
 def content_text(item: Mapping[str, Any], room: Room) -> list[str]:
     """One resource content as lines of text: its URI and type, then its text (as much as fits ``room``) or its size
     and digest."""
-    head = f"{one_line(str(item.get('uri')), CELL_CHARS)} ({_media(item.get('mimeType')) or 'no MIME type'})"
+    uri, mime = _content_head(item)
+    head = f"{uri} ({mime})"
     if "blob" in item:
         data = _blob(item)
         return [f"  {head}: {blob_summary(data) if data is not None else 'a blob that is not valid base64'}"]
     return block_lines(head, text_shown(str(item.get("text", "")), room, WHOLE_TEXT))
 
 
-def shown_parts(
-    items: tuple[Mapping[str, Any], ...], room: Room, made: Callable[[Mapping[str, Any], Room], T]
-) -> tuple[list[T], int]:
-    """Each item as ``made`` shows it in ``room``, until the room is full; and how many were left out."""
-    shown = []
-    for item in items:
-        if room.full:
-            break
-        shown.append(made(item, room))
-    return shown, len(items) - len(shown)
+def _lines(lines: list[str]) -> str:
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -446,16 +444,16 @@ class ResourceContents:
     def __repr__(self) -> CellText:
         head = f"Resource {self.server} {one_line(self.uri, CELL_CHARS)}: {len(self.contents)} contents " \
                f"({self.elapsed_ms:.0f} ms) — {OFFERINGS_LABEL}"  # fmt: skip
-        shown, left_out = shown_parts(self.contents, Room.text(), content_text)
-        more = [f"  … ({self._left_out(len(shown))})"] if left_out else []
+        shown = Room.text().fill(self.contents, content_text, _lines)
+        more = [f"  … ({self._left_out(len(shown))})"] if len(shown) < len(self.contents) else []
         return cell_text("\n".join([head, *(line for lines in shown for line in lines), *more]))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         head = tag("div", tag("b", "resource"), f" · {self.server} · ", tag("code", self.uri),
                    f" · {self.elapsed_ms:.0f} ms · {OFFERINGS_LABEL}")  # fmt: skip
-        shown, left_out = shown_parts(self.contents, Room.html(), content_html)
+        shown = Room.html().fill(self.contents, content_html)
         body = shown or [tag("p", "The server sent no contents.")]
-        more = note_html(self._left_out(len(shown))) if left_out else None
+        more = note_html(self._left_out(len(shown))) if len(shown) < len(self.contents) else None
         return bundle(tag("div", head, join(body), more, class_="purra-resource"), self.__repr__())
 
 
@@ -542,8 +540,8 @@ class PromptMessages:
         room = Room.text()
         described = [f"  {text_shown(one_line(self.description, DESCRIPTION_CHARS), room, '.description')}"] \
             if self.description else []  # fmt: skip
-        shown, left_out = shown_parts(self.messages, room, _message_text)
-        more = [f"  … ({self._left_out(len(shown))})"] if left_out else []
+        shown = room.fill(self.messages, _message_text, _lines)
+        more = [f"  … ({self._left_out(len(shown))})"] if len(shown) < len(self.messages) else []
         return cell_text("\n".join([head, *described, *(line for lines in shown for line in lines), *more]))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
@@ -551,8 +549,8 @@ class PromptMessages:
                    f" · {self.elapsed_ms:.0f} ms · {OFFERINGS_LABEL}")  # fmt: skip
         room = Room.html()
         described = _described(self.description, room) if self.description else None
-        shown, left_out = shown_parts(self.messages, room, message_html)
-        more = note_html(self._left_out(len(shown))) if left_out else None
+        shown = room.fill(self.messages, message_html)
+        more = note_html(self._left_out(len(shown))) if len(shown) < len(self.messages) else None
         return bundle(tag("div", head, described, join(shown), more, class_="purra-prompt"), self.__repr__())
 
 
