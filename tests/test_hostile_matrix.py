@@ -740,6 +740,7 @@ QUOTED = "'" + "".join(ESCAPES.get(char, char) for char in LISTED) + "'"  # as a
 FORGING_SCHEMA = {"type": "object", "properties": {FORGE: {"type": "string", "default": "d"}}}
 FORGING_PLAN: dict[str, Any] = {
     **QUIET,
+    "initialize": {"serverInfo": {"name": FORGE, "version": FORGE}},
     "tools": [
         {"name": "speak", "title": FORGE, "description": FORGE, "inputSchema": FORGING_SCHEMA},
         {"name": LISTED, "title": FORGE, "description": FORGE, "inputSchema": FORGING_SCHEMA},
@@ -752,8 +753,8 @@ FORGING_PLAN: dict[str, Any] = {
 
 
 def forms_of_plain_text(s: pj.McpSession, config: pj.ServerConfig, transport: str, tmp: Path) -> dict[str, str]:
-    """Every plain-text form of what the forging server said: the catalog, a call's record, a raw result, an envelope,
-    the session log, a batch's and a replay's summaries, and ``purra-jupyter check``'s text."""
+    """Every plain-text form of what the forging server said: the session, the catalog, a call's record, a raw result,
+    an envelope, the session log, a batch's and a replay's summaries, and ``purra-jupyter check``'s text."""
     pending = s.call(LISTED, {}, raw=True)
     pending.approve()
     wait_until(lambda: pending.state == "done", what="the approved call")
@@ -763,7 +764,7 @@ def forms_of_plain_text(s: pj.McpSession, config: pj.ServerConfig, transport: st
     s.transcript.save(tmp / "forging.jsonl")
     with hostile_config(transport, "replayed", QUIET) as other:  # its tools differ: the changes name them
         replayed = pj.replay(tmp / "forging.jsonl", other, approve=True)
-    return {"catalog": repr(s.catalog), "record": pending._repr_mimebundle_()["text/plain"],
+    return {"session": repr(s), "catalog": repr(s.catalog), "record": pending._repr_mimebundle_()["text/plain"],
             "raw result": repr(pending.result), "envelope": repr(envelope), "session log": repr(s.log),
             "batch summary": repr(batch.attrs["summary"]), "replay summary": repr(replayed.attrs["summary"]),
             "check text": cli_check(config, "text").stdout}  # fmt: skip
