@@ -754,7 +754,8 @@ FORGING_PLAN: dict[str, Any] = {
 
 def forms_of_plain_text(s: pj.McpSession, config: pj.ServerConfig, transport: str, tmp: Path) -> dict[str, str]:
     """Every plain-text form of what the forging server said: the session, the catalog, a call's record, a raw result,
-    an envelope, the session log, a batch's and a replay's summaries, and ``purra-jupyter check``'s text."""
+    an envelope, the session log, a batch's summary and chart, a replay's summary, and ``purra-jupyter check``'s
+    text."""
     pending = s.call(LISTED, {}, raw=True)
     pending.approve()
     wait_until(lambda: pending.state == "done", what="the approved call")
@@ -766,7 +767,8 @@ def forms_of_plain_text(s: pj.McpSession, config: pj.ServerConfig, transport: st
         replayed = pj.replay(tmp / "forging.jsonl", other, approve=True)
     return {"session": repr(s), "catalog": repr(s.catalog), "record": pending._repr_mimebundle_()["text/plain"],
             "raw result": repr(pending.result), "envelope": repr(envelope), "session log": repr(s.log),
-            "batch summary": repr(batch.attrs["summary"]), "replay summary": repr(replayed.attrs["summary"]),
+            "batch summary": repr(batch.attrs["summary"]), "batch chart": repr(batch.attrs["summary"].chart),
+            "replay summary": repr(replayed.attrs["summary"]),
             "check text": cli_check(config, "text").stdout}  # fmt: skip
 
 
