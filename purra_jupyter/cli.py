@@ -19,7 +19,7 @@ from ._base.config import ServerOptions
 from ._base.egress import CliText, cli_text
 from ._base.errors import SERVER_SAID_LABEL, McpSessionError
 from ._base.junit import Case, suite
-from ._base.visible import visible
+from ._base.visible import quoted_list, visible
 from ._purra.catalog import CALLABLE, NOT_CALLABLE, Catalog, ToolVerdict
 from ._purra.listing import check_digest
 from ._session.opening import connect
@@ -59,7 +59,7 @@ class Requirement:
     digest: str | None = None
 
     def describe(self) -> str:
-        tools = EVERY_TOOL if self.required is None else f"callable under PurrA: {', '.join(self.required)}"
+        tools = EVERY_TOOL if self.required is None else f"callable under PurrA: {quoted_list(self.required)}"
         return tools + (f"; catalog digest {self.digest}" if self.digest else "")
 
     def requires(self, tool: str) -> bool:

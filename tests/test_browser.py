@@ -1446,9 +1446,7 @@ def test_a_person_answers_a_servers_questions_in_the_widgets_under_the_running_c
         model = cell("model")
         click_settled(model.locator(".purra-approval").get_by_role("button", name="Approve"))
         question = model.locator(".purra-question")
-        expect(question).to_contain_text(
-            "'asking', during its call of \"ask_model\", asks for a message from your model"
-        )
+        expect(question).to_contain_text("'asking', during its call of 'ask_model', asks for a message from your model")
         expect(question).to_contain_text("What color is the <b>sky</b>?")  # the server's words, as text
         assert question.locator("b", has_text="sky").count() == 0
         question.locator("textarea").fill("blue")
@@ -1461,7 +1459,7 @@ def test_a_person_answers_a_servers_questions_in_the_widgets_under_the_running_c
         click_settled(form.locator(".purra-approval").get_by_role("button", name="Approve"))
         question = form.locator(".purra-question")
         expect(question).to_contain_text("asks for your input")
-        expect(question).to_contain_text('"age": integer, default 30, optional')  # every field, its default shown
+        expect(question).to_contain_text("'age': integer, default 30, optional")  # every field, its default shown
         accept = question.get_by_role("button", name="Accept")
         expect(accept).to_be_disabled()  # the name is required
         question.locator("input[type=text]").first.fill("Ada")

@@ -189,7 +189,7 @@ def test_stale_catalog_refresh_rebinds_and_drops_what_disappeared(demo: pj.McpSe
     assert catalog.dropped == ("extra_tool",)
     assert [entry["remoteName"] for entry in demo.bindings["entries"]] == ["echo"]
     assert any("dropped the binding of extra_tool" in row.detail for row in demo.log.events("bind"))
-    assert f"<p>{DROPPED}: extra_tool</p>" in catalog._repr_mimebundle_()["text/html"]
+    assert f"<p>{DROPPED}: &#x27;extra_tool&#x27;</p>" in catalog._repr_mimebundle_()["text/html"]  # (quoted)
 
 
 def test_bindings_snapshot_equals_purras_for_the_same_bindings(demo: pj.McpSession) -> None:
@@ -232,8 +232,8 @@ def test_binding_refusals_carry_purras_code_and_the_reasons(demo: pj.McpSession)
     with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("serch_documents")  # a typo: the nearest names come first, then every tool it lists
     said = caught.value.server_text.splitlines()
-    assert said[0].startswith("did you mean: search_documents") and "search_documents" not in caught.value.message
-    assert said[1] == "tools it lists: " + ", ".join(tool.label for tool in demo.catalog.tools), said
+    assert said[0].startswith("did you mean: 'search_documents'") and "search_documents" not in caught.value.message
+    assert said[1] == "tools it lists: " + ", ".join(tool.quoted_label for tool in demo.catalog.tools), said
     with pytest.raises(pj.McpSessionError) as caught:
         demo.bind("echo", local_name="not valid!")
     assert caught.value.code == "mcp_binding_invalid"
@@ -337,7 +337,7 @@ def test_a_reason_many_tools_give_is_shown_once_naming_them_and_each_row_keeps_i
     assert catalog.own_reasons(catalog["t00"]) == () and len(catalog.own_reasons(catalog["own"])) == 1
     text = repr(catalog)
     assert text.count(cell_text(shared.reason)) == 1  # (as a cell shows it: its address defanged)
-    assert f"Shared by 14 tools: {', '.join(stopped)}" in text
+    assert f"Shared by 14 tools: {', '.join(repr(name) for name in stopped)}" in text  # each name quoted
     assert text.count("+ 1 shared, below") == 14
     html = catalog._repr_mimebundle_()["text/html"]
     assert html.count(str(escape(shared.reason))) == 1 and "Shared by 14 tools:" in html

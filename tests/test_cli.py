@@ -50,7 +50,7 @@ def test_the_demo_unmet_by_default_met_for_the_tools_it_requires(capsys: pytest.
     code, out = check(capsys, "--require", "search_documents", "--require", "add_note", *DEMO)
     assert code == EXIT_MET, out
     assert f"-- {'  '}{DEMO_NOT_CALLABLE}: not callable (not required)" in out
-    assert out.rstrip().endswith("requirement (callable under PurrA: search_documents, add_note): met")
+    assert out.rstrip().endswith("requirement (callable under PurrA: 'search_documents', 'add_note'): met")
     code, out = check(capsys, "--require", "search_documents", "--require", "nope", *DEMO)
     assert code == EXIT_UNMET and "- nope is not listed by the server" in out, out
 

@@ -167,9 +167,9 @@ def test_a_question_reaches_only_the_cell_that_waits_for_its_own_call(kernel: An
 def test_the_heading_names_the_server_and_the_call() -> None:
     asking = Asking("docs", (CancelToken(call="search_documents"),))
     text = question_bundle("elicitation", asking, {"message": "m", "requestedSchema": FORM})["text/plain"]
-    assert text.startswith("'docs', during its call of \"search_documents\", asks for your input")
+    assert text.startswith("'docs', during its call of 'search_documents', asks for your input")
     two = Asking("docs", (CancelToken(call="a"), CancelToken(call="b")))
-    assert 'during one of its running calls: "a", "b",' in question_bundle("sampling", two, {})["text/plain"]
+    assert "during one of its running calls: 'a', 'b'," in question_bundle("sampling", two, {})["text/plain"]
 
 
 # --- a method the session's protocol does not have --------------------------------------------------------------
@@ -256,9 +256,9 @@ def test_the_input_box_sends_only_what_the_person_saw_and_says_it_before_it_goes
         cell = KernelCell(client, "s.call('ask', {}, raw=True, approve=True).content[0]['text']")
         cell.prompted()
         shown = "\n".join(cell.texts())
-        assert '"share_contacts": boolean, default true, optional' in shown, shown[-3000:]
-        assert '"subscribe": boolean, default true, optional' in shown
-        assert 'during its call of "ask"' in shown
+        assert "'share_contacts': boolean, default true, optional" in shown, shown[-3000:]
+        assert "'subscribe': boolean, default true, optional" in shown
+        assert "during its call of 'ask'" in shown
         client.input('{"name": "Ann"}')
         wait_until(lambda: cell.pump() or len(cell.prompts) == 2, what="the box asking before it sends")
         printed = "".join(str(m["content"].get("text", "")) for m in cell.messages if m["msg_type"] == "stream")
@@ -393,4 +393,4 @@ def test_a_question_is_shown_from_its_fields_never_its_schemas_json() -> None:
     asking = Asking("s", (CancelToken(call="t"),), fields=form_fields(HIDDEN_DEFAULTS))
     rows = question_rows("elicitation", {"message": "who?", "requestedSchema": HIDDEN_DEFAULTS}, asking)
     assert [label for label, _ in rows] == ["message", "field", "field", "field"]
-    assert rows[2][1] == '"share_contacts": boolean, default true, optional'
+    assert rows[2][1] == "'share_contacts': boolean, default true, optional"

@@ -28,16 +28,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
-from conftest import ROOT, SERVERS, descendants, plan_argument, stop_tree, unsafe_markup, wait_until
+from conftest import ROOT, SERVERS, descendants, execute_notebook, plan_argument, stop_tree, unsafe_markup, wait_until
 from IPython.utils.capture import capture_output
 
 import purra_jupyter as pj
 from purra_jupyter._base.consent import destination, form_fields
-from purra_jupyter._base.egress import cell_text
+from purra_jupyter._base.egress import HTML_CHARS, TEXT_CHARS, cell_text
+from purra_jupyter._base.frames import FRAME_CELL_CHARS
 from purra_jupyter._base.surfaces import CELL_TEXT, CLI, DATA, FILE, HTML, SURFACES, WIRE
 from purra_jupyter._connection.questions import ELICITATION, SAMPLING, Asking
 from purra_jupyter._connection.tracking import CancelToken
+from purra_jupyter._purra.catalog import CATALOG_HTML_CHARS, CATALOG_TEXT_CHARS
 from purra_jupyter._ui.questions import (
     QuestionWidget,
     form_answer,
@@ -452,6 +455,7 @@ SIZE = Elsewhere(f"{HERE}::test_huge_server_text_is_shown_cut_everywhere")
 FLOOD = Elsewhere(f"{HERE}::test_a_notification_flood_delays_its_call_by_no_more_than_its_timeout")
 LATE = Elsewhere(f"{HERE}::test_late_and_unknown_messages_never_fail_the_session")
 FIDELITY = Elsewhere(f"{HERE}::test_the_approval_shows_the_bytes_that_are_sent")
+HUGE_DATA = Elsewhere(f"{HERE}::test_huge_resources_prompts_and_logs_are_shown_bounded")
 CRAFTED = Elsewhere("tests/test_crafted_files.py", "transcripts and checkpoints crafted by hand, read back")
 NOT_FILES = NotApplicable("it reads no file: what it shows comes from a session")
 NOT_A_CALL = NotApplicable("it shows no call's arguments")
@@ -477,25 +481,25 @@ VIEWS = "tests/test_views.py::test_a_hostile_view_reaches_nothing_and_leaves_the
 OAUTH = "tests/test_oauth.py::test_the_authorization_view_shows_a_hostile_address_as_text"
 OAUTH_CELL = "tests/test_oauth.py::test_an_expired_authorization_asks_the_cell_that_waits_and_no_other"
 ROWS: dict[str, dict[str, Row]] = {
-    "catalog": row(),
-    "envelope": row(approval_fidelity=FIDELITY),
-    "raw result": row(approval_fidelity=FIDELITY),
+    "catalog": row(size=Elsewhere(f"{HERE}::test_a_catalog_whose_reasons_quote_huge_names_is_shown_bounded")),
+    "envelope": row(size=HUGE_DATA, approval_fidelity=FIDELITY),
+    "raw result": row(size=HUGE_DATA, approval_fidelity=FIDELITY),
     "session": row(),
     "instructions": row(),
-    "session log": row(),
+    "session log": row(size=HUGE_DATA),
     "stderr": row(
         markup=NO_HTML, size=Elsewhere("tests/test_faults.py::test_a_stderr_flood_keeps_only_a_bounded_tail")
     ),
     "status line": row(),
     "approval": row(approval_fidelity=FIDELITY, consent=FIDELITY),
-    "call record": row(approval_fidelity=FIDELITY),
+    "call record": row(size=HUGE_DATA, approval_fidelity=FIDELITY),
     "activity": row(),
     "binding": row(),
-    "offerings": row(),
+    "offerings": row(size=HUGE_DATA),
     "forms": row(links=links_absent, approval_fidelity=FIDELITY, consent=FIDELITY),
     "view": {attack: Elsewhere(VIEWS, "a hostile view of a test server, in JupyterLab") for attack in ATTACKS},
     "batch": row(crafted_files=CRAFTED, approval_fidelity=FIDELITY),
-    "frames": row(),
+    "frames": row(size=HUGE_DATA),
     "replay": row(crafted_files=CRAFTED),
     "chart": row(markup=NO_HTML),
     "authorization": {
@@ -621,7 +625,10 @@ def test_huge_server_text_is_shown_cut_everywhere(transport: str, ip: Any, tmp_p
         with pj.connect(config) as s:
             assert len(s.instructions or "") == HUGE + len(" the end")
             bundle = s._repr_mimebundle_()
-            assert len(bundle["text/html"]) < 20_000 and "4,000 of 3,500,008 characters shown" in bundle["text/html"]
+            assert (
+                len(bundle["text/html"]) < 20_000
+                and "showing the first 4,000 of 3,500,008 characters" in bundle["text/html"]
+            )
         servers = tmp_path / "mcp.json"
         entry = {"url": config.url, "headers": dict(config.headers or {})} if config.url else {
             "command": config.command, "args": list(config.args), "env": dict(config.env or {})}  # fmt: skip
@@ -632,6 +639,189 @@ def test_huge_server_text_is_shown_cut_everywhere(transport: str, ip: Any, tmp_p
         shown = [output.data for output in captured.outputs]
         assert sum(len(json.dumps(data)) for data in shown) < 100_000
         assert any("s.instructions holds them all" in data.get("text/plain", "") for data in shown)
+
+
+# A server's data at megabytes, in text that escaping makes longer (``<`` is ``&lt;``, a zero-width space ``\u200b``).
+LINE = "a line <b>&amp;</b> 'quoted' \"too\" \u200b\n"
+MARKUP = "<div onclick='x()'>&amp;</div>\n"
+BIG_TEXT = 3_500_000  # characters of a text resource (and of HTML and SVG source, and of CSV)
+BIG_JSON = json.dumps({"items": [{"n": n, "label": "<script>x()</script> & 'it'"} for n in range(90_000)]})
+PROMPT_TEXT = "<&>" * 20_000  # within a prompt's 64 KiB (purra-mcp's limit of a result): 240,000 characters of HTML
+FLOOD_DATA = "<" * 300  # each of the log flood's lines
+SLACK = 4_000  # the kit's own words around what a display bounds: its head, its notes
+HUGE_PLAN: dict[str, Any] = {
+    **QUIET,
+    "tools": [{"name": "speak", "inputSchema": {"type": "object"}}, {"name": "big", "inputSchema": {"type": "object"}}],
+    "calls": {"speak": "flood", "big": "say"},
+    "say": [],
+    "result_text": PROMPT_TEXT,
+    "resources": [{"uri": f"huge://{n}", "name": f"r{n}", "description": "<" * 4_000} for n in range(200)],
+    "contents": {
+        "huge://text": {"mimeType": "text/plain", "text": LINE, "times": BIG_TEXT // len(LINE)},
+        "huge://json": {"mimeType": "application/json", "text": BIG_JSON},
+        "huge://csv": {"mimeType": "text/csv", "text": 'n,<b>"x"</b>\n', "times": BIG_TEXT // 14},
+        "huge://html": {"mimeType": "text/html", "text": MARKUP, "times": BIG_TEXT // len(MARKUP)},
+        "huge://svg": {"mimeType": "image/svg+xml", "text": MARKUP, "times": BIG_TEXT // len(MARKUP)},
+    },
+    "messages": {"huge": {"text": PROMPT_TEXT}},
+}
+# Each display: how it is made of the session, and the attribute its note names as holding it all.
+HUGE_DISPLAYS: dict[str, tuple[str, str]] = {
+    "text resource": ("s.read_resource('huge://text')", ".text holds them all"),
+    "JSON resource": ("s.read_resource('huge://json')", ".text holds them all"),
+    "CSV resource": ("s.read_resource('huge://csv')", ".text holds them all"),
+    "HTML source": ("s.read_resource('huge://html')", ".text holds them all"),
+    "SVG source": ("s.read_resource('huge://svg')", ".text holds them all"),
+    "prompt": ("s.get_prompt('huge')", ".text holds them all"),
+    "resource listing": ("s.resources", "s.resources.to_frame() holds them all"),
+    "session log": ("s.log", "s.log.to_frame() holds them all"),
+    "raw result": ("s.call('big', {}, raw=True, approve=True)", ".content holds them all"),
+    "envelope": ("s.call('big', {}, approve=True)", ".text holds them all"),
+}
+# What the session does before it is shown: a tool bound, a log flooded.
+PREPARE = (
+    f"s.bind('big')\nassert s.call('speak', {{'count': 12_000, 'data': {FLOOD_DATA!r}}}, raw=True, approve=True).ok"
+)
+
+
+def assert_bounded(name: str, bundle: dict[str, Any], whole: str) -> None:
+    """A display's HTML and text within the bound of one display (escaped, as they are in the bundle), each saying how
+    much it shows and where the rest is."""
+    html, text = bundle["text/html"], bundle["text/plain"]
+    assert len(html) <= HTML_CHARS + SLACK and len(text) <= TEXT_CHARS + SLACK, (name, len(html), len(text))
+    for medium, shown in (("html", html), ("text", text)):
+        assert re.search(r"showing the (first|last) [\d,]+ of [\d,]+ ", shown), (name, medium, shown[-300:])
+        assert whole in shown, (name, medium, whole, shown[-300:])
+    assert unsafe_markup(html) == [], (name, html[:2000])
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_huge_resources_prompts_and_logs_are_shown_bounded(transport: str) -> None:
+    """A text resource of 3.5 MB, a JSON one of 4.5 MB, CSV, HTML and SVG source of 3.5 MB, a prompt and a tool's
+    result whose text escapes to 240,000 characters, a listing of 200 resources of 4,000 ``<`` each and a log flood:
+    each display's HTML and text (a call's record too) stay within one display's bound, say how much they show, and name
+    the attribute that holds it all, which does; a batch's frame of such results cuts each value."""
+    with hostile_config(transport, "huge", HUGE_PLAN) as config, pj.connect(config) as s:
+        exec(PREPARE, {"s": s})
+        for name, (made, whole) in HUGE_DISPLAYS.items():
+            assert_bounded(name, eval(made, {"s": s})._repr_mimebundle_(), whole)
+        assert len(s.read_resource("huge://text").text) == BIG_TEXT // len(LINE) * len(LINE)
+        assert s.read_resource("huge://json").text == BIG_JSON
+        assert s.get_prompt("huge").text == [PROMPT_TEXT]
+        assert len(s.resources.to_frame()) == 200 and len(s.log.to_frame()) > 2_000
+        pending = s.call("big", {}, raw=True)  # a call's record: its decision, then its result as shown
+        pending.approve()
+        wait_until(lambda: pending.state == "done", what="the approved call")
+        assert_bounded("call record", pending._repr_mimebundle_(), ".content holds them all")
+        batch = s.evaluate("big", [{}, {}, {}], raw=True, approve=True)  # each row's text: 240,000 characters of HTML
+        assert set(batch["text"]) == {PROMPT_TEXT}
+        html = frame_formatter(batch)  # (the kit's HTML of its frames, a settled batch's record's too)
+        assert len(html) < 3 * len(batch.columns) * (FRAME_CELL_CHARS + 200), len(html)
+        assert "the DataFrame holds them whole" in html
+
+
+# A catalog whose schemas hold property names of 50,000 ``<``: each is quoted by three reasons of its tool.
+WIDE = "<" * 50_000
+WIDE_PROPERTY = {"type": "string", "default": "d", "format": "f", "pattern": "p"}
+WIDE_PLAN: dict[str, Any] = {**QUIET, "tools": [
+    {"name": f"wide{n}", "inputSchema": {"type": "object", "properties": {f"{WIDE}{n}": WIDE_PROPERTY}}}
+    for n in range(4)]}  # fmt: skip
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_catalog_whose_reasons_quote_huge_names_is_shown_bounded(transport: str) -> None:
+    """Four tools whose three reasons each quote a property name of 50,000 ``<`` (2.4 MB of HTML, drawn whole): the
+    catalog's HTML and text stay within the catalog's bound, each reason cut saying where it is whole, which it is."""
+    with hostile_config(transport, "wide", WIDE_PLAN) as config, pj.connect(config) as s:
+        bundle = s.catalog._repr_mimebundle_()
+        reasons = [reason for tool in s.catalog.tools for reason in tool.reasons if WIDE in reason]
+    assert len(reasons) == 12, [reason[:80] for reason in reasons]
+    html, text = bundle["text/html"], bundle["text/plain"]
+    assert len(html) <= CATALOG_HTML_CHARS + SLACK and len(text) <= CATALOG_TEXT_CHARS + SLACK, (len(html), len(text))
+    cut = r"showing the first 1,000 of [\d,]+ characters; the tool(&#x27;|')s \.reasons holds them all"
+    assert len(re.findall(cut, html)) == len(re.findall(cut, text)) == 12, (html[-3000:], text[-3000:])
+
+
+def test_a_saved_notebook_of_huge_server_data_stays_bounded(tmp_path: Path) -> None:
+    """The displays of the test above, each in a cell of a notebook run on a real kernel (nbclient) and saved: each
+    output within one display's bound, saying so, and the saved file under 1 MB (the server sent over 20 MB)."""
+    with plan_argument(HUGE_PLAN, inline_below=0) as plan:
+        connect = (
+            f"s = pj.connect(pj.ServerConfig('huge', command=sys.executable, args=[{str(UNTRUSTED)!r}, {plan!r}]))"
+        )
+        cells = ["import sys\nimport purra_jupyter as pj", connect, PREPARE,
+                 *(made for made, _ in HUGE_DISPLAYS.values()), "s.close()"]  # fmt: skip
+        notebook = nbformat.v4.new_notebook()
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+        nbformat.write(notebook, tmp_path / "huge.ipynb")
+        execute_notebook(tmp_path / "huge.ipynb", tmp_path / "saved.ipynb")
+    saved = nbformat.read(tmp_path / "saved.ipynb", as_version=4)
+    outputs = {cell.source: cell.outputs for cell in saved.cells}
+    for name, (made, whole) in HUGE_DISPLAYS.items():
+        [output] = outputs[made]
+        assert_bounded(name, output["data"], whole)
+    # Ten displays of at most 48 kB of HTML and text each; the two results' payloads for the extension hold the result
+    # whole, within the session's limits (64 KiB); the file's JSON escapes some characters twice over.
+    assert (tmp_path / "saved.ipynb").stat().st_size < 1_000_000, (tmp_path / "saved.ipynb").stat().st_size
+
+
+# Words that, split where the server put line breaks (``\n``, ``\r``, U+2028, U+0085), make rows of the catalog's text.
+FORGED_ROWS = ("fetch: callable", "delete_everything: callable", "write_all: callable", "rm: callable")
+FORGE = "x\nfetch: callable\rdelete_everything: callable\u2028write_all: callable\u0085rm: callable\r\ny"
+BREAKS = ("\r", "\u2028", "\u2029", "\u0085", "\x0b", "\x0c")
+LISTED = f"a, b{FORGE}"  # a name that holds a list's separator and line breaks
+ESCAPES = {"\n": "\\u000a", "\r": "\\u000d", "\u2028": "\\u2028", "\u0085": "\\u0085"}
+QUOTED = "'" + "".join(ESCAPES.get(char, char) for char in LISTED) + "'"  # as a list shows it: one name, in quotes
+FORGING_SCHEMA = {"type": "object", "properties": {FORGE: {"type": "string", "default": "d"}}}
+FORGING_PLAN: dict[str, Any] = {
+    **QUIET,
+    "initialize": {"serverInfo": {"name": FORGE, "version": FORGE}},
+    "tools": [
+        {"name": "speak", "title": FORGE, "description": FORGE, "inputSchema": FORGING_SCHEMA},
+        {"name": LISTED, "title": FORGE, "description": FORGE, "inputSchema": FORGING_SCHEMA},
+        {"name": "said", "title": FORGE, "description": FORGE, "inputSchema": {"type": "object"}},
+    ],
+    "calls": {"speak": "say", LISTED: "say", "said": "say"},
+    "say": [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": FORGE}}],
+    "result_text": FORGE,
+}
+
+
+def forms_of_plain_text(s: pj.McpSession, config: pj.ServerConfig, transport: str, tmp: Path) -> dict[str, str]:
+    """Every plain-text form of what the forging server said: the session, the catalog, a call's record, a raw result,
+    an envelope, the session log, a batch's summary and chart, a replay's summary, and ``purra-jupyter check``'s
+    text."""
+    pending = s.call(LISTED, {}, raw=True)
+    pending.approve()
+    wait_until(lambda: pending.state == "done", what="the approved call")
+    s.bind("said")
+    envelope = s.call("said", {}, approve=True)
+    batch = s.evaluate(LISTED, [{}, {}], raw=True, approve=True)
+    s.transcript.save(tmp / "forging.jsonl")
+    with hostile_config(transport, "replayed", QUIET) as other:  # its tools differ: the changes name them
+        replayed = pj.replay(tmp / "forging.jsonl", other, approve=True)
+    return {"session": repr(s), "catalog": repr(s.catalog), "record": pending._repr_mimebundle_()["text/plain"],
+            "raw result": repr(pending.result), "envelope": repr(envelope), "session log": repr(s.log),
+            "batch summary": repr(batch.attrs["summary"]), "batch chart": repr(batch.attrs["summary"].chart),
+            "replay summary": repr(replayed.attrs["summary"]),
+            "check text": cli_check(config, "text").stdout}  # fmt: skip
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_no_server_string_forges_a_line_of_plain_text(transport: str, tmp_path: Path) -> None:
+    """Tool names, titles, descriptions, property names, log lines and results that hold line breaks (``\n``, ``\r``,
+    U+2028, U+0085) and rows of the catalog's text: in every plain-text form each server string stays on its line (a
+    result's block of lines stands behind ``| ``), no forged row appears, and each name of a list is quoted (``a, b``
+    in one name is not two)."""
+    with hostile_config(transport, "forging", FORGING_PLAN) as config, pj.connect(config, record=True) as s:
+        shown = forms_of_plain_text(s, config, transport, tmp_path)
+    for form, text in shown.items():
+        assert not [mark for mark in BREAKS if mark in text], (form, text[:3000])
+        forged = [line for line in text.splitlines() if line.lstrip().startswith(FORGED_ROWS)]  # (a block: behind "| ")
+        assert forged == [], (form, forged)
+    for form in ("catalog", "replay summary"):  # a list of names: the shared reason's tools, the tools that went
+        assert QUOTED in shown[form], (form, shown[form][:3000])
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

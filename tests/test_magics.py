@@ -479,7 +479,7 @@ def test_resources_and_prompts_magics_show_what_the_server_offers(
     text = one_line_error(ip, "%mcp_prompt demo nosuch", capsys)
     assert text.startswith("McpSessionError: mcp_offering_unknown: Server 'demo' lists no prompt 'nosuch'"), text
     text = one_line_error(ip, '%mcp_read demo demo://documents/{id} {"id": "doc-1", "x": "1"}', capsys)
-    assert text.startswith("UsageError: mcp_invalid_arguments:") and "no variable x" in text, text
+    assert text.startswith("UsageError: mcp_invalid_arguments:") and "no variable 'x'" in text, text
     text = one_line_error(ip, "%mcp_read demo demo://documents/doc-99", capsys)
     assert text.startswith("McpSessionError: mcp_protocol_error:"), text
     text = one_line_error(ip, '%mcp_prompt demo summarize {"id": 1}', capsys)

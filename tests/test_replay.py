@@ -58,8 +58,11 @@ def test_a_replay_on_a_changed_server_names_the_call_that_differs(tmp_path: Path
         assert set(frame["verdict_then"]) == set(frame["verdict_now"]) == {"callable"}
         assert summary.counts == {"same": 3, "different": 1} and summary.calls == 4
         assert summary.digest_then == digest_then and summary.digest_now == changed.catalog.digest != digest_then
-        assert summary.verdicts == [f"{EXTRA_TOOL}: added"]
-        assert "different 1" in repr(summary) and "extra_tool: added" in summary._repr_mimebundle_()["text/html"]
+        assert summary.verdicts == [f"'{EXTRA_TOOL}': added"]  # (each name quoted)
+        assert (
+            "different 1" in repr(summary)
+            and "&#x27;extra_tool&#x27;: added" in summary._repr_mimebundle_()["text/html"]
+        )
         approvals = [row.detail for row in changed.log.events("approval")]
         assert any(detail.startswith("approved in code: replay of 4 recorded calls") for detail in approvals)
 
@@ -80,7 +83,7 @@ def test_one_approval_covers_the_replay_and_a_deny_sends_nothing(tmp_path: Path)
         pending = session.replay(path)
         assert pending.state == "pending"
         html = pending._repr_mimebundle_()["text/html"]
-        assert "Approve this replay of recorded MCP calls?" in html and "search_documents ×1" in html
+        assert "Approve this replay of recorded MCP calls?" in html and "&#x27;search_documents&#x27; ×1" in html
         assert "4 of 4 recorded calls from" in html and "&quot;tool&quot;: &quot;list_notes&quot;" in html
         frame = decided(pending, "approve")
         assert frame["same"].all()
@@ -105,7 +108,7 @@ def test_a_call_whose_tool_is_gone_or_whose_arguments_no_longer_fit_is_not_sent(
     assert gone["verdict_then"] == "callable" and gone["verdict_now"] == "not listed"
     assert echoed["same"] and misfit["now_error_code"] == INVALID_ARGUMENTS
     assert frame.attrs["summary"].counts == {"not sent": 2, "same": 1}
-    assert f"{EXTRA_TOOL}: removed" in frame.attrs["summary"].verdicts
+    assert f"'{EXTRA_TOOL}': removed" in frame.attrs["summary"].verdicts
 
 
 def test_a_transcript_without_calls_is_refused(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from pydantic import AnyUrl
 
 import purra_jupyter as pj
+from purra_jupyter._base.egress import HTML_CHARS, TEXT_CHARS
 from purra_jupyter._base.wire import (
     CAPABILITY_MISSING,
     CATALOG_LIMIT,
@@ -80,8 +82,8 @@ def test_server_everything_lists_its_resources_templates_and_prompts() -> None:
         assert prompts.keys() == ["simple-prompt", "args-prompt", "completable-prompt", "resource-prompt"]
         frame = resources.to_frame()
         assert frame.index.name == "uri" and set(frame["mime_type"]) == {"text/markdown"}
-        assert templates.to_frame().loc[TEXT_TEMPLATE, "variables"] == "resourceId"
-        assert prompts.to_frame().loc["args-prompt", "arguments"] == "city (required), state"
+        assert templates.to_frame().loc[TEXT_TEMPLATE, "variables"] == "'resourceId'"
+        assert prompts.to_frame().loc["args-prompt", "arguments"] == "'city' (required), 'state'"
         for listing in (resources, templates, prompts):
             assert OFFERINGS_LABEL in html_of(listing) and OFFERINGS_LABEL in plain_of(listing)
             assert_safe(html_of(listing))
@@ -265,7 +267,7 @@ def test_csv_is_a_table_and_its_cells_are_text() -> None:
     html, _ = read_html(text(rows, "text/csv"))
     parsed = tokens(html)
     assert [tag for tag, _ in parsed.tags].count("tr") == 51  # the header and the first 50 rows
-    assert "… 10 more rows" in html
+    assert "showing the first 50 of 60 rows; .text holds them all" in html
     assert_safe(html, SCRIPT)
 
 
@@ -358,7 +360,7 @@ def test_templates_are_filled_by_rfc_6570_with_values_percent_encoded() -> None:
         form.fields["id"].value, form.fields["q"].value = "7", "x"
         submitted = form.submit()
         assert submitted is not None and submitted.result(timeout=10).text == "7"
-        for values, said in (({"id": "1"}, "no value for q"), ({"id": "1", "q": "2", "z": "3"}, "no variable z"),
+        for values, said in (({"id": "1"}, "no value for 'q'"), ({"id": "1", "q": "2", "z": "3"}, "no variable 'z'"),
                              ({"id": ["1"], "q": "2"}, "a string or a number")):  # fmt: skip
             with pytest.raises(pj.McpSessionError) as refused:
                 session.read_resource("test://t/{id}{?q}", values)
@@ -448,6 +450,17 @@ def test_a_read_is_bounded_by_what_one_message_holds_not_by_a_tool_results_cap()
             session.read_resource("test://big")
         assert refused.value.code == RESULT_TOO_LARGE and "over 16384 bytes" in refused.value.message
         assert session.state == "ready"
+
+
+def test_a_read_of_many_contents_shows_those_that_fit_and_says_so() -> None:
+    """50,000 empty contents (each a head and no text): the HTML and the text hold what fits one display's bound, the
+    markup of each content counted, and say how many of the contents they show; ``.contents`` holds them all."""
+    with connect(Offering(contents={"test://many": text("", "text/plain") * 50_000})) as session:
+        read = session.read_resource("test://many")
+    assert len(read.contents) == 50_000
+    for shown, most in ((html_of(read), HTML_CHARS), (plain_of(read), TEXT_CHARS)):
+        assert len(shown) < most + 1_000, len(shown)
+        assert re.search(r"showing the first [\d,]+ of 50,000 contents; \.contents holds them all", shown), shown[-300:]
 
 
 def test_a_read_the_server_refuses_is_its_protocol_error() -> None:

@@ -342,7 +342,7 @@ def test_a_tool_error_shows_the_servers_text_beside_an_envelope_that_stays_purra
         assert bundle["application/vnd.purra.envelope+json"]["envelope"] == EMPTY
         assert escape(SERVER_WORDS) in bundle["text/html"]
         assert "&lt;script&gt;x&lt;/script&gt;" in bundle["text/html"] and unsafe_markup(bundle["text/html"]) == []
-        assert "backend exploded" in repr(envelope) and "    second line" in repr(envelope)
+        assert "    | backend exploded" in repr(envelope) and "    | second line" in repr(envelope)  # behind the gutter
         long = session.call("fail", {"message": "z" * 5000}, approve=True)  # bounded
         assert long.server_text == "z" * SERVER_TEXT_CHARS + "…"
         ok = session.call("echo", {"text": "fine"}, approve=True)

@@ -87,12 +87,16 @@ def refusal_reasons(counts: Mapping[str, int], title: str) -> bytes:
     return png(draw, height_inches=1.2 + 0.3 * max(1, len(counts)))
 
 
+ALT_CHARS = 2_000
+
+
 class Chart:
-    """A chart to show: its PNG, and the words that say what it shows (the plain-text view, the image's alt)."""
+    """A chart to show: its PNG, and the words that say what it shows (the plain-text view, the image's alt): on one
+    line, within ``ALT_CHARS`` (they name the server's words: a tool, the keywords its reasons quote)."""
 
     def __init__(self, data: bytes, alt: str) -> None:
         self.data = data
-        self.alt = alt
+        self.alt = one_line(alt, ALT_CHARS)
 
     def __repr__(self) -> CellText:
         return cell_text(f"<Chart: {self.alt}>")

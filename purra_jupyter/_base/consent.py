@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .config import is_loopback
-from .visible import invisible, one_line, visible
+from .visible import invisible, one_line, quoted, visible
 
 MAX_FIELDS = 50  # of a form: more than a person reads before answering (the spec's forms are short)
 MAX_NAME_CHARS = 100  # of a field's name, shown uncut
@@ -87,11 +87,6 @@ class Field:
         said.append("required" if self.required else "optional")
         line = f"{' '.join(parts)}: {', '.join(said)}"
         return line + (f" — {one_line(self.description, WORDS_CHARS)}" if self.description else "")
-
-
-def quoted(text: str) -> str:
-    """A server's name in quotes, on one line and visible (a name holding ``, `` cannot pass for two)."""
-    return visible(json.dumps(text, ensure_ascii=False))
 
 
 def shown_value(value: Any) -> str:
@@ -305,6 +300,5 @@ __all__ = [
     "destination",
     "fits",
     "form_fields",
-    "quoted",
     "shown_value",
 ]

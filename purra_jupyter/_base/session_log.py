@@ -1,5 +1,8 @@
 """A session's log: the last events of one connection, each detail scrubbed of secrets before it is cut.
 
+What it shows is bounded (``egress.Room``): the newest rows that fit, saying how many of how many, the rest in
+``s.log.to_frame()``; in its plain text each detail is one line, so a server's words cannot pass for a row.
+
 The log of a long session (a batch of 100,000 calls logs a row for each) is kept as text: the rows are packed
 ``PACKED`` at a time into one JSON string, so the session's heap holds a few large strings, not three Python objects
 per row scattered among what the rest of the session frees (which would keep that memory from going back).
@@ -14,15 +17,18 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from .egress import CellText, bundle, cell_text
+from .egress import CellText, Room, bundle, cell_text, shown_note
 from .frames import kit_frame
-from .markup import table, tag, td
+from .markup import Html, join, table, tag, td
+from .visible import one_line
 
 LOG_ROWS = 10_000
 DETAIL_CHARS = 500
 PACKED = 1_000  # rows packed together once logged
+S = TypeVar("S", str, Html)
+WHOLE = "s.log.to_frame()"  # what holds every row a display of the log leaves out
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,16 +101,35 @@ class SessionLog:
         return kit_frame(pd.DataFrame(rows, columns=["time", "event", "detail"]))
 
     def __repr__(self) -> CellText:
-        return cell_text(
-            "\n".join(f"{_clock(row.time)}  {row.event:<12} {row.detail}" for row in self) or "(no events)"
-        )
+        rows = list(self)
+        lines = _newest((_row_text(row) for row in reversed(rows)), Room.text())
+        note = [_note(len(lines), len(rows))] if len(lines) < len(rows) else []
+        return cell_text("\n".join([*note, *lines]) or "(no events)")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        rows = (
-            tag("tr", td(tag("code", _clock(row.time))), td(row.event), td(row.detail, wrapped=True)) for row in self
-        )
-        html = table(("time", "event", "detail"), rows, "purra-log")
+        rows = list(self)
+        shown = _newest((_row_html(row) for row in reversed(rows)), Room.html())
+        note = tag("p", tag("small", _note(len(shown), len(rows)))) if len(shown) < len(rows) else None
+        html = join([note, table(("time", "event", "detail"), shown, "purra-log")])
         return bundle(html, self.__repr__())
+
+
+def _newest(newest_first: Iterable[S], room: Room) -> list[S]:
+    """The rows (made for the medium, newest first) that fit ``room``, oldest first."""
+    return list(room.parts(newest_first))[::-1]
+
+
+def _row_html(row: LogEntry) -> Html:
+    return tag("tr", td(tag("code", _clock(row.time))), td(row.event), td(row.detail, wrapped=True))
+
+
+def _row_text(row: LogEntry) -> str:
+    """A row on one line of the log's text: the detail's line breaks made spaces, every other control an escape."""
+    return f"{_clock(row.time)}  {row.event:<12} {one_line(row.detail, DETAIL_CHARS + 1)}"
+
+
+def _note(shown: int, total: int) -> str:
+    return shown_note(shown, total, "events", WHOLE, last=True)
 
 
 def _clock(moment: datetime) -> str:

@@ -10,6 +10,8 @@ breaks in a title push what follows a screen down. So wherever the kit shows suc
   other invisible characters as ``\\uXXXX``, and so does the third and later of a run of combining marks;
 - ``readable(text)`` does that to a block of text, keeping its line breaks and tabs;
 - ``one_line(text, limit)`` does that to words with their line breaks collapsed, within ``limit`` characters;
+- ``quoted(name)`` writes a name as a list of names shows it: ``visible`` and in quotes, its own quotes escaped, so
+  that ``a', 'b`` inside one name cannot pass for two;
 - ``look_alikes(names)`` finds the names that are confusable in the sense of Unicode's UTS #39: their skeletons
   agree. A skeleton here is the name in NFD with invisible characters left out and each character replaced by its
   prototype in Unicode's ``confusables.txt``, as the ``confusable-homoglyphs`` package ships it.
@@ -75,6 +77,16 @@ def one_line(text: str, limit: int) -> str:
     return visible(line if len(line) <= limit else line[: limit - 1] + "…")
 
 
+def quoted(name: str) -> str:
+    """``name`` as one item of a list of names: ``visible``, in single quotes, a quote of its own as ``\\u0027``."""
+    return "'" + visible(name).replace("'", "\\u0027") + "'"
+
+
+def quoted_list(names: Iterable[str]) -> str:
+    """``'a', 'b'``: each name ``quoted``."""
+    return ", ".join(quoted(name) for name in names)
+
+
 def has_invisible(text: str) -> bool:
     return visible(text) != text
 
@@ -129,10 +141,20 @@ def name_warning(name: str, alikes: Iterable[str] = ()) -> str:
     warnings = []
     if has_invisible(name):
         warnings.append("holds invisible or control characters (shown as \\u escapes)")
-    others = [f"'{visible(other)}'" for other in alikes]
+    others = list(alikes)
     if others:
-        warnings.append(f"{LOOKS_LIKE} {', '.join(others)}, another tool of this server")
+        warnings.append(f"{LOOKS_LIKE} {quoted_list(others)}, another tool of this server")
     return "; ".join(warnings)
 
 
-__all__ = ["has_invisible", "look_alikes", "name_warning", "one_line", "readable", "skeleton", "visible"]
+__all__ = [
+    "has_invisible",
+    "look_alikes",
+    "name_warning",
+    "one_line",
+    "quoted",
+    "quoted_list",
+    "readable",
+    "skeleton",
+    "visible",
+]

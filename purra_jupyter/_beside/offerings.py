@@ -4,7 +4,9 @@ Raw exploration, outside the PurrA contract (as raw tool calls are): nothing her
 every view says so. The listings are paged within the connection's limits (pages, items, bytes, like the tool
 listing); a read or a prompt is bounded like a raw tool result. Everything shown came from a server nobody here
 trusts: the HTML escapes every string, shows images only as data URIs of four raster types, and shows HTML and SVG
-as their source text, never as markup.
+as their source text, never as markup. What a display shows is bounded as every display of server data is
+(``egress.Room``): a resource of megabytes shows its beginning, says how much, and names the attribute that holds it
+all (``.text``, ``.blobs()``, ``.contents``).
 
 A listing knows when the server said its list changed (``ServerNotices.list_changes``): it says it is stale, and the
 session lists again the next time it is asked (the session itself stays ``ready``: its tools did not change).
@@ -16,6 +18,8 @@ import base64
 import binascii
 import csv
 import hashlib
+import io
+import itertools
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -24,11 +28,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .._base import runner
-from .._base.egress import CellText, bundle, cell_text
+from .._base.egress import (
+    CellText,
+    Room,
+    block_lines,
+    bundle,
+    cell_text,
+    cut_block,
+    note_html,
+    pre_shown,
+    shown_note,
+    table_shown,
+    text_shown,
+)
 from .._base.errors import McpSessionError
 from .._base.frames import kit_frame
-from .._base.markup import WARN_COLOR, Html, join, pre, table, tag, td
-from .._base.visible import one_line
+from .._base.markup import WARN_COLOR, Html, join, tag
+from .._base.visible import one_line, quoted, quoted_list
 from .._base.wire import (
     CAPABILITY_MISSING,
     CATALOG_LIMIT,
@@ -44,7 +60,7 @@ from .._base.wire import (
 )
 from .._connection.connection import Connection, message_bytes
 from .._connection.purra_adapter import cursor_refused, json_bytes
-from .._purra.envelope import IMAGE_TYPES, block_html, image_data_uri, image_tag, json_block
+from .._purra.envelope import IMAGE_TYPES, block_html, image_data_uri, image_shown, json_block
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,6 +76,9 @@ PREVIEW_ROWS = 50  # rows of a CSV shown; the text holds the rest
 COMPLETION_VALUES = 100  # the most values of one completion the kit takes (MCP's own bound)
 COMPLETION_CHARS = 200  # ... each cut to this many characters, on one line
 CELL_CHARS = 2000  # the most of one listing cell shown (the item keeps all of it)
+DESCRIPTION_CHARS = 500  # of a prompt's description in its plain text, on one line
+WHOLE_TEXT = ".text"  # what holds a resource's text contents whole
+WHOLE_BLOBS = ".blobs()"  # ... and its binary ones
 _SOURCE_TYPES = ("text/html", "application/xhtml+xml", "image/svg+xml")
 
 
@@ -116,9 +135,9 @@ def expand(template: str, values: Mapping[str, Any]) -> str:
     missing = [name for name in variables if name not in values]
     unknown = [str(name) for name in values if name not in variables]
     if missing or unknown:
-        said = "; ".join([*([f"no value for {', '.join(missing)}"] if missing else []),
-                          *([f"no variable {', '.join(unknown)}"] if unknown else [])])  # fmt: skip
-        raise McpSessionError(INVALID_ARGUMENTS, f"The template {template!r} has {', '.join(variables)}: {said}.")
+        said = "; ".join([*([f"no value for {quoted_list(missing)}"] if missing else []),
+                          *([f"no variable {quoted_list(unknown)}"] if unknown else [])])  # fmt: skip
+        raise McpSessionError(INVALID_ARGUMENTS, f"The template {template!r} has {quoted_list(variables)}: {said}.")
     texts = {}
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, str | int | float):
@@ -131,10 +150,11 @@ def expand(template: str, values: Mapping[str, Any]) -> str:
 
 
 def _arguments_text(arguments: Any) -> str:
-    """A prompt's arguments in one line: ``city (required), state``."""
+    """A prompt's arguments in one line, each name quoted: ``'city' (required), 'state'``."""
     if not isinstance(arguments, list):
         return ""
-    return ", ".join(f"{item.get('name')}{' (required)' if item.get('required') else ''}" for item in arguments)
+    return ", ".join(f"{quoted(str(item.get('name')))}{' (required)' if item.get('required') else ''}"
+                     for item in arguments)  # fmt: skip
 
 
 def _row(kind: str, item: Mapping[str, Any]) -> dict[str, Any]:
@@ -144,7 +164,7 @@ def _row(kind: str, item: Mapping[str, Any]) -> dict[str, Any]:
         arguments = item.get("arguments") or []
         required = [str(a.get("name")) for a in arguments if isinstance(a, dict) and a.get("required")]
         return {"name": item.get("name"), "title": item.get("title"), "description": item.get("description"),
-                "arguments": _arguments_text(arguments), "required": ", ".join(required)}  # fmt: skip
+                "arguments": _arguments_text(arguments), "required": quoted_list(required)}  # fmt: skip
     row = {
         "name": item.get("name"),
         "title": item.get("title"),
@@ -155,7 +175,7 @@ def _row(kind: str, item: Mapping[str, Any]) -> dict[str, Any]:
     if kind == RESOURCES:
         return {"uri": item.get("uri"), **row, "size": item.get("size")}
     variables = template_variables(str(item.get("uriTemplate", "")))
-    shown = "(not a valid URI template)" if variables is None else ", ".join(variables)
+    shown = "(not a valid URI template)" if variables is None else quoted_list(variables)
     return {"uri_template": item.get("uriTemplate"), **row, "variables": shown}
 
 
@@ -211,21 +231,27 @@ class Offerings:
         spec = _SPECS[self.kind]
         return f"stale: the server changed its {spec.changes} since this listing; {spec.magic} lists them again"
 
+    def _whole(self) -> str:
+        return f"{_SPECS[self.kind].magic}.to_frame()"
+
     def __repr__(self) -> CellText:
         head = f"{self._count()} of {self.server} — {OFFERINGS_LABEL}"
         lines = [head, *([f"  {self._stale_note()}"] if self.stale else [])]
-        for row in self.rows():
-            lines.append(
-                "  " + " · ".join(one_line(str(value), 200) for value in row.values() if value not in (None, ""))
-            )
+        made = ("  " + " · ".join(one_line(str(value), 200) for value in row.values() if value not in (None, ""))
+                for row in self.rows())  # fmt: skip
+        shown = list(Room.text().parts(made))
+        lines += shown
+        if len(shown) < len(self):
+            lines.append(f"  … ({shown_note(len(shown), len(self), self.kind, self._whole())})")
         return cell_text("\n".join(lines))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         columns = _SPECS[self.kind].columns
-        rows = (tag("tr", join(td(_shown(row.get(c)), wrapped=True) for c in columns)) for row in self.rows())
+        rows = ([_shown(row.get(column)) for column in columns] for row in self.rows())
         stale = tag("p", self._stale_note(), style=f"color:{WARN_COLOR}") if self.stale else None
         head = tag("div", tag("b", self._count()), f" · {self.server} · {OFFERINGS_LABEL}")
-        body = table(columns, rows) if self.items else tag("p", f"The server lists no {self.kind}.")
+        body = (table_shown(columns, rows, len(self), Room.html(), self._whole()) if self.items
+                else tag("p", f"The server lists no {self.kind}."))  # fmt: skip
         html = tag("div", head, stale, body, class_="purra-offerings")
         return bundle(html, self.__repr__())
 
@@ -314,64 +340,80 @@ def blob_summary(data: bytes) -> str:
     return f"{len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()}"
 
 
-def _csv_html(text: str) -> Html | None:
-    """A CSV as a table (its first row the header), the first ``PREVIEW_ROWS`` rows; ``None`` if it is no CSV."""
+def _csv_html(text: str, room: Room, whole: str) -> Html | None:
+    """A CSV as a table (its first row the header), at most its first ``PREVIEW_ROWS`` rows, as much as fits
+    ``room``; ``None`` if it is no CSV. Only the rows shown are kept; the rest are counted."""
     try:
-        rows = list(csv.reader(text.splitlines()))
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header = next(reader, None)
+        if header is None:
+            return None
+        shown = list(itertools.islice(reader, PREVIEW_ROWS))
+        total = len(shown) + sum(1 for _ in reader)
     except csv.Error:
         return None
-    if not rows:
-        return None
-    header, body = rows[0], rows[1:]
-    width = max(len(row) for row in rows)
+    width = max(len(row) for row in [header, *shown])
     columns = [*header, *[""] * (width - len(header))]
-    shown = (tag("tr", join(td(cell, wrapped=True) for cell in [*row, *[""] * (width - len(row))]))
-             for row in body[:PREVIEW_ROWS])  # fmt: skip
-    more = tag("p", f"… {len(body) - PREVIEW_ROWS} more rows") if len(body) > PREVIEW_ROWS else None
-    return join([table(columns, shown), more])
+    return table_shown(columns, shown, total, room, whole)
 
 
-def _text_html(text: str, mime: str) -> Html:
-    if mime == "application/json" or mime.endswith("+json"):
+def _text_html(text: str, mime: str, room: Room) -> Html:
+    """A text content by its type, as much as fits ``room``: JSON that fits it parsed and indented (one longer is
+    shown as the server wrote it: its beginning is what fits, and it is never parsed whole to be shown)."""
+    if (mime == "application/json" or mime.endswith("+json")) and len(text) <= room.left:
         try:
-            return json_block("JSON", json.loads(text))
+            return json_block("JSON", json.loads(text), room, WHOLE_TEXT)
         except ValueError:
-            return pre(text)
+            pass
     if mime == "text/csv":
-        return _csv_html(text) or pre(text)
+        table = _csv_html(text, room, WHOLE_TEXT)
+        if table is not None:
+            return table
     if mime in _SOURCE_TYPES:
-        return join([tag("small", SOURCE_NOTE), pre(text)])
-    return pre(text)
+        return join([tag("small", SOURCE_NOTE), pre_shown(text, room, WHOLE_TEXT)])
+    return pre_shown(text, room, WHOLE_TEXT)
 
 
-def _blob_html(item: Mapping[str, Any], mime: str) -> Html:
+def _blob_html(item: Mapping[str, Any], mime: str, room: Room) -> Html:
     data = _blob(item)
     if data is None:
         return tag("p", "the blob is not valid base64; nothing is shown")
     uri = image_data_uri({"mimeType": mime, "data": item["blob"]}) if mime in IMAGE_TYPES else None
     if uri is not None:
-        return join([image_tag(uri), tag("small", blob_summary(data))])
+        return join([image_shown(uri, room, WHOLE_BLOBS), tag("small", blob_summary(data))])
     if mime in _SOURCE_TYPES:
-        return join([tag("small", f"{blob_summary(data)}; {SOURCE_NOTE}"), pre(data.decode("utf-8", "replace"))])
+        source = pre_shown(data.decode("utf-8", "replace"), room, WHOLE_BLOBS)
+        return join([tag("small", f"{blob_summary(data)}; {SOURCE_NOTE}"), source])
     return tag("p", blob_summary(data))
 
 
-def content_html(item: Mapping[str, Any]) -> Html:
-    """One resource content by its type: text as text, JSON folded, CSV as a table, PNG/JPEG/GIF/WebP as images,
-    HTML and SVG as their source text, any other binary as its size and digest."""
+def content_html(item: Mapping[str, Any], room: Room) -> Html:
+    """One resource content by its type, as much as fits ``room``: text as text, JSON folded, CSV as a table,
+    PNG/JPEG/GIF/WebP as images, HTML and SVG as their source text, any other binary as its size and digest."""
     mime = _media(item.get("mimeType"))
-    head = tag("small", f"{item.get('uri')} · {mime or 'no MIME type'}")
-    body = _blob_html(item, mime) if "blob" in item else _text_html(str(item.get("text", "")), mime)
+    head = tag("small", " · ".join(_content_head(item)))
+    body = _blob_html(item, mime, room) if "blob" in item else _text_html(str(item.get("text", "")), mime, room)
     return tag("div", head, body, class_="purra-resource-content")
 
 
-def content_text(item: Mapping[str, Any]) -> str:
-    """One resource content on a line or a few: its URI and type, then its text (cut) or its size and digest."""
-    head = f"{item.get('uri')} ({_media(item.get('mimeType')) or 'no MIME type'})"
+def _content_head(item: Mapping[str, Any]) -> tuple[str, str]:
+    """A content's URI and MIME type as its head shows them: the server's words, each on one line and cut."""
+    return one_line(str(item.get("uri")), CELL_CHARS), one_line(_media(item.get("mimeType")) or "no MIME type", 200)
+
+
+def content_text(item: Mapping[str, Any], room: Room) -> list[str]:
+    """One resource content as lines of text: its URI and type, then its text (as much as fits ``room``) or its size
+    and digest."""
+    uri, mime = _content_head(item)
+    head = f"{uri} ({mime})"
     if "blob" in item:
         data = _blob(item)
-        return f"{head}: {blob_summary(data) if data is not None else 'a blob that is not valid base64'}"
-    return f"{head}: {str(item.get('text', ''))[:2000]}"
+        return [f"  {head}: {blob_summary(data) if data is not None else 'a blob that is not valid base64'}"]
+    return block_lines(head, text_shown(str(item.get("text", "")), room, WHOLE_TEXT))
+
+
+def _lines(lines: list[str]) -> str:
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -396,16 +438,23 @@ class ResourceContents:
     def to_dict(self) -> dict[str, Any]:
         return {"contents": [dict(item) for item in self.contents]}
 
+    def _left_out(self, shown: int) -> str:
+        return shown_note(shown, len(self.contents), "contents", ".contents")
+
     def __repr__(self) -> CellText:
-        head = f"Resource {self.server} {self.uri}: {len(self.contents)} contents ({self.elapsed_ms:.0f} ms) — " \
-               f"{OFFERINGS_LABEL}"  # fmt: skip
-        return cell_text("\n".join([head, *(f"  {content_text(item)}" for item in self.contents)]))
+        head = f"Resource {self.server} {one_line(self.uri, CELL_CHARS)}: {len(self.contents)} contents " \
+               f"({self.elapsed_ms:.0f} ms) — {OFFERINGS_LABEL}"  # fmt: skip
+        shown = Room.text().fill(self.contents, content_text, _lines)
+        more = [f"  … ({self._left_out(len(shown))})"] if len(shown) < len(self.contents) else []
+        return cell_text("\n".join([head, *(line for lines in shown for line in lines), *more]))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         head = tag("div", tag("b", "resource"), f" · {self.server} · ", tag("code", self.uri),
                    f" · {self.elapsed_ms:.0f} ms · {OFFERINGS_LABEL}")  # fmt: skip
-        body = [content_html(item) for item in self.contents] or [tag("p", "The server sent no contents.")]
-        return bundle(tag("div", head, join(body), class_="purra-resource"), self.__repr__())
+        shown = Room.html().fill(self.contents, content_html)
+        body = shown or [tag("p", "The server sent no contents.")]
+        more = note_html(self._left_out(len(shown))) if len(shown) < len(self.contents) else None
+        return bundle(tag("div", head, join(body), more, class_="purra-resource"), self.__repr__())
 
 
 async def read(
@@ -438,26 +487,27 @@ async def read(
 # --- prompts --------------------------------------------------------------------------------------------
 
 
-def message_html(message: Mapping[str, Any]) -> Html:
-    """One prompt message: its role, then its content (an embedded resource as a read shows it)."""
+def message_html(message: Mapping[str, Any], room: Room) -> Html:
+    """One prompt message: its role, then its content (an embedded resource as a read shows it), as much as fits
+    ``room``."""
     block = message.get("content") or {}
     if isinstance(block, dict) and block.get("type") == "resource" and isinstance(block.get("resource"), dict):
-        body = content_html(block["resource"])
+        body = content_html(block["resource"], room)
     else:
-        body = block_html(dict(block) if isinstance(block, dict) else {"type": "text", "text": str(block)})
+        text_block = dict(block) if isinstance(block, dict) else {"type": "text", "text": str(block)}
+        body = block_html(text_block, room, ".text" if text_block.get("type") == "text" else ".messages")
     return tag("div", tag("b", str(message.get("role"))), body, class_="purra-prompt-message")
 
 
-def _message_text(message: Mapping[str, Any]) -> str:
+def _message_text(message: Mapping[str, Any], room: Room) -> list[str]:
     block = message.get("content") or {}
     kind = block.get("type") if isinstance(block, dict) else None
+    role = one_line(str(message.get("role")), CELL_CHARS)
     if kind == "text":
-        said = str(block.get("text", ""))[:2000]
-    elif kind == "resource" and isinstance(block.get("resource"), dict):
-        said = content_text(block["resource"])
-    else:
-        said = f"({kind} content)"
-    return f"{message.get('role')}: {said}"
+        return block_lines(role, text_shown(str(block.get("text", "")), room, ".text"))
+    if kind == "resource" and isinstance(block.get("resource"), dict):
+        return [f"  {role}: (an embedded resource)", *(f"  {line}" for line in content_text(block["resource"], room))]
+    return [f"  {role}: ({one_line(str(kind), CELL_CHARS)} content)"]
 
 
 @dataclass(frozen=True)
@@ -481,17 +531,32 @@ class PromptMessages:
         said = {"description": self.description} if self.description is not None else {}
         return {**said, "messages": [dict(message) for message in self.messages]}
 
+    def _left_out(self, shown: int) -> str:
+        return shown_note(shown, len(self.messages), "messages", ".messages")
+
     def __repr__(self) -> CellText:
-        head = f"Prompt {self.server}/{self.name}: {len(self.messages)} messages — {OFFERINGS_LABEL}"
-        described = [f"  {one_line(self.description, 500)}"] if self.description else []
-        return cell_text("\n".join([head, *described, *(f"  {_message_text(m)}" for m in self.messages)]))
+        head = f"Prompt {self.server}/{one_line(self.name, CELL_CHARS)}: {len(self.messages)} messages — " \
+               f"{OFFERINGS_LABEL}"  # fmt: skip
+        room = Room.text()
+        described = [f"  {text_shown(one_line(self.description, DESCRIPTION_CHARS), room, '.description')}"] \
+            if self.description else []  # fmt: skip
+        shown = room.fill(self.messages, _message_text, _lines)
+        more = [f"  … ({self._left_out(len(shown))})"] if len(shown) < len(self.messages) else []
+        return cell_text("\n".join([head, *described, *(line for lines in shown for line in lines), *more]))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         head = tag("div", tag("b", "prompt"), f" · {self.server} · ", tag("code", self.name),
                    f" · {self.elapsed_ms:.0f} ms · {OFFERINGS_LABEL}")  # fmt: skip
-        described = tag("p", self.description) if self.description else None
-        body = join(message_html(message) for message in self.messages)
-        return bundle(tag("div", head, described, body, class_="purra-prompt"), self.__repr__())
+        room = Room.html()
+        described = _described(self.description, room) if self.description else None
+        shown = room.fill(self.messages, message_html)
+        more = note_html(self._left_out(len(shown))) if len(shown) < len(self.messages) else None
+        return bundle(tag("div", head, described, join(shown), more, class_="purra-prompt"), self.__repr__())
+
+
+def _described(description: str, room: Room) -> Html:
+    part, note = cut_block(description, room, ".description")
+    return tag("p", part, note_html(note) if note else None)
 
 
 def _prompt_arguments(arguments: Mapping[str, Any] | None) -> dict[str, str]:

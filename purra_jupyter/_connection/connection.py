@@ -35,6 +35,7 @@ from .._base.config import Scrubber, ServerConfig, secret_names
 from .._base.errors import McpSessionError
 from .._base.session_log import LogEntry, SessionLog
 from .._base.transcript import RECEIVED, SENT, Transcript
+from .._base.visible import one_line
 from .._base.wire import (
     CANCELLED,
     CLOSED,
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
 # (a stdio server starts before purra-mcp is imported); see ``message_bytes``.
 MESSAGE_FACTOR = 16
 DEFAULT_MESSAGE_BYTES = MESSAGE_FACTOR << 20
+LABEL_CHARS = 200  # of a server's name and version as the kit shows them (``s.server_info`` keeps them whole)
 # Loggers of the pinned SDK's client side ("client" is ClientSession's; "" is the root logger, which
 # BaseSession logs to directly). Only records from SDK code running for one of our connections are taken.
 _SDK_LOGGERS = ("", "client", "mcp.client.stdio", "mcp.client.streamable_http", "mcp.client.auth.oauth2",
@@ -308,8 +310,10 @@ class ServerHello:
 
     @property
     def label(self) -> str:
-        """``name version`` of the server, or ``unknown``."""
-        return " ".join(str(self.info[key]) for key in ("name", "version") if key in self.info) or "unknown"
+        """``name version`` of the server, or ``unknown``: the server's words on one line (``visible.one_line``), cut
+        at ``LABEL_CHARS``, so that no session's repr, log row or table holds its line breaks or its megabytes."""
+        said = " ".join(str(self.info[key]) for key in ("name", "version") if key in self.info)
+        return one_line(said, LABEL_CHARS) or "unknown"
 
 
 def _opened(part: T | None, name: str) -> T:

@@ -34,9 +34,9 @@ import anyio
 
 from .._base import runner
 from .._base.config import Scrubber
-from .._base.consent import Destination, Field, Refused, destination, form_fields, quoted
+from .._base.consent import Destination, Field, Refused, destination, form_fields
 from .._base.session_log import DETAIL_CHARS, SessionLog
-from .._base.visible import one_line
+from .._base.visible import one_line, quoted
 from .._base.wire import (
     ANSWER_FAILED,
     ANSWER_INVALID,
@@ -86,7 +86,7 @@ class Asking:
 
     @property
     def call(self) -> str:
-        """The call, as a heading names it: ``its call of "search"`` (or ``one of its calls: ...``)."""
+        """The call, as a heading names it: ``its call of 'search'`` (or ``one of its running calls: ...``)."""
         names = [quoted(token.call or "") for token in self.calls]
         return f"its call of {names[0]}" if len(names) == 1 else f"one of its running calls: {', '.join(names)}"
 

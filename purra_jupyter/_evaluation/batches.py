@@ -33,7 +33,7 @@ from .._base.errors import McpSessionError
 from .._base.frames import kit_frame
 from .._base.junit import Case, suite
 from .._base.markup import key_value_table, tag
-from .._base.visible import one_line
+from .._base.visible import one_line, visible
 from .._base.wire import (
     APPROVAL_DENIED,
     CATALOG_STALE,
@@ -132,7 +132,7 @@ class EvaluationSummary:
 
     def __repr__(self) -> CellText:
         body = "; ".join(f"{key}: {value}" for key, value in self._lines())
-        return cell_text(f"<EvaluationSummary {self.server}/{self.tool}: {body}>")
+        return cell_text(f"<EvaluationSummary {self.server}/{visible(self.tool)}: {body}>")
 
     @functools.cached_property
     def chart(self) -> Chart:

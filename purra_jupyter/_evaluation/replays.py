@@ -21,7 +21,7 @@ from .._base.errors import McpSessionError
 from .._base.frames import kit_frame
 from .._base.markup import key_value_table, tag
 from .._base.transcript import SavedTranscript, TranscriptMessage
-from .._base.visible import one_line, visible
+from .._base.visible import one_line, quoted, visible
 from .._base.wire import CONFIG_INVALID, EVENT_APPROVAL
 from .._connection.connection import Connection
 from .._connection.seam import recorded_refusal
@@ -210,7 +210,7 @@ class Replay(Rows[Result]):
     @property
     def tools_line(self) -> str:
         """The tools it will call, each with how many calls (what the approval shows in place of one tool)."""
-        counts = Counter(self.plans[row].label for row in self.to_send)
+        counts = Counter(self.plans[row].quoted_label for row in self.to_send)
         return ", ".join(f"{name} ×{count}" for name, count in counts.items()) or "no call to send"
 
     @property
@@ -289,12 +289,12 @@ class Replay(Rows[Result]):
         if self.then is None:
             return []
         now = _by_name(self.catalog)
-        changes = [f"{visible(name)}: removed" for name in sorted(set(self.then) - set(now))]
-        changes += [f"{visible(name)}: added" for name in sorted(set(now) - set(self.then))]
+        changes = [f"{quoted(name)}: removed" for name in sorted(set(self.then) - set(now))]
+        changes += [f"{quoted(name)}: added" for name in sorted(set(now) - set(self.then))]
         for name in sorted(set(now) & set(self.then)):
             before, after = _verdict(self.then[name], self.then), _verdict(now[name], {})
             if before != after:
-                changes.append(f"{visible(name)}: {before} → {after}")
+                changes.append(f"{quoted(name)}: {before} → {after}")
         return changes
 
 

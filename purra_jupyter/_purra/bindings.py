@@ -23,7 +23,7 @@ from traitlets import HasTraits, Int
 from .._base.egress import CellText, bundle, cell_text
 from .._base.errors import KEPT_APART, HostCodeError, McpSessionError
 from .._base.markup import key_value_table
-from .._base.visible import visible
+from .._base.visible import quoted, visible
 from .._base.wire import (
     BINDING_INVALID,
     BINDING_MISSING,
@@ -378,6 +378,11 @@ class Bindings(HasTraits):
         label = self._state.catalog.labels.get(remote)
         return label if label is not None else visible(remote)
 
+    def quoted_label(self, remote: str) -> str:
+        """``remote`` as one item of a list of names: its catalog ``quoted_label``, or its name quoted."""
+        catalog = self._state.catalog
+        return catalog[remote].quoted_label if remote in catalog else quoted(remote)
+
     def effect(self, remote: str) -> str | None:
         """What ``remote`` is bound as (read, write, destructive); ``None`` when unbound."""
         binding = self.binding(remote)
@@ -593,8 +598,8 @@ def _listed(catalog: Catalog, asked: str) -> str:
     """The tools of ``catalog`` by name as a person is shown them, those nearest ``asked`` first (for a message's
     ``server_text``: the names are the server's, kept apart from the kit's words)."""
     near = difflib.get_close_matches(asked, [tool.name for tool in catalog.tools], n=3, cutoff=0.6)
-    guess = f"did you mean: {', '.join(catalog[name].label for name in near)}\n" if near else ""
-    return f"{guess}tools it lists: {', '.join(tool.label for tool in catalog.tools) or 'none'}"
+    guess = f"did you mean: {', '.join(catalog[name].quoted_label for name in near)}\n" if near else ""
+    return f"{guess}tools it lists: {', '.join(tool.quoted_label for tool in catalog.tools) or 'none'}"
 
 
 def _mapping(found: McpToolCatalog | None) -> dict[str, Any] | None:

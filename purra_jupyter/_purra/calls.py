@@ -157,6 +157,11 @@ class CallPlan:
         return self.bindings.label(self.remote)
 
     @property
+    def quoted_label(self) -> str:
+        """The ``label`` with the name quoted: one item of a list of names."""
+        return self.bindings.quoted_label(self.remote)
+
+    @property
     def declaration(self) -> str | None:
         """What approving this call also declares: binding an unbound tool as a read tool."""
         if self.raw or self.bindings.binding(self.remote) is not None:

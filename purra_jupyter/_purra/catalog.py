@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.app_rules import ToolApp
 from .._base.charts import Chart, refusal_reasons
-from .._base.egress import CellText, bundle, cell_text
+from .._base.egress import CellText, Room, bundle, cell_text, cut, shown_note
 from .._base.errors import KEPT_APART
 from .._base.frames import kit_frame
 from .._base.markup import ERROR_COLOR, OK_COLOR, Html, join, table, tag, td
-from .._base.visible import name_warning, one_line, visible
+from .._base.visible import name_warning, one_line, quoted, quoted_list, visible
 from .._base.wire import CATALOG_MIME
 from .._connection.purra_adapter import canonical_json
 
@@ -79,6 +79,10 @@ def write_hint(annotations: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _with_warning(name: str, warning: str) -> str:
+    return f"{name} (⚠ name {warning})" if warning else name
+
+
 def default_local_name(remote: str) -> str:
     """The remote name with every character outside ``[A-Za-z0-9_]`` replaced by ``_``; ``_``-prefixed
     if it starts with a digit (PurrA local names are Python-like identifiers)."""
@@ -122,8 +126,12 @@ class ToolVerdict:
     @property
     def label(self) -> str:
         """The shown name with its warning, for one line of text (a log row, a plain-text view)."""
-        warning = self.name_warning
-        return f"{self.shown_name} (⚠ name {warning})" if warning else self.shown_name
+        return _with_warning(self.shown_name, self.name_warning)
+
+    @property
+    def quoted_label(self) -> str:
+        """The name quoted (``visible.quoted``) with its warning: one item of a list of names."""
+        return _with_warning(quoted(self.name), self.name_warning)
 
     @property
     def bindable_as(self) -> str:
@@ -316,50 +324,71 @@ class Catalog:
         if self.note:
             lines.append(f"  note: {self.note}")
         if self.dropped:
-            lines.append(f"  {DROPPED.lower()}: {', '.join(self.dropped)}")
-        for tool in self.tools:
-            verdict = CALLABLE if tool.callable else NOT_CALLABLE
-            bound = f" (bound as {tool.bound_label})" if tool.bound_as else ""
-            lines.append(f"  {tool.label}: {verdict}{bound}")
-            note = self.shared_note(tool)
-            lines.extend(f"      {reason}" for reason in [*self.own_reasons(tool), *([note] if note else [])])
-        for group in self.shared_reasons:
-            lines.append(f"  {group.heading}: {', '.join(group.names)}")
-            lines.append(f"      {group.reason}")
-        return cell_text("\n".join(lines))
+            lines.append(f"  {DROPPED.lower()}: {quoted_list(self.dropped)}")
+        room = Room.text(CATALOG_TEXT_CHARS)
+        tools = list(room.parts(self._tool_text(tool) for tool in self.tools))
+        shared = list(room.parts(self._shared_text(group) for group in self.shared_reasons))
+        lines += [*tools, *(f"  … ({note})" for note in self._left_out(len(tools), len(shared)))]
+        return cell_text("\n".join([*lines, *shared]))
+
+    def _tool_text(self, tool: ToolVerdict) -> str:
+        """A tool's lines of the catalog's text: its name and verdict, then its own reasons, each on one line."""
+        verdict = CALLABLE if tool.callable else NOT_CALLABLE
+        bound = f" (bound as {tool.bound_label})" if tool.bound_as else ""
+        said = [*map(shown_reason, self.own_reasons(tool)[:REASONS_SHOWN]), *self._more_reasons(tool)]
+        return "\n".join([f"  {tool.label}: {verdict}{bound}", *(f"      {line}" for line in said)])
+
+    def _more_reasons(self, tool: ToolVerdict) -> list[str]:
+        """What a tool's row says below its reasons shown: how many more it has, and those shared, below."""
+        more = len(self.own_reasons(tool)) - REASONS_SHOWN
+        said = [f"+ {more} more: the tool's .reasons holds them all"] if more > 0 else []
+        note = self.shared_note(tool)
+        return [*said, note] if note else said
+
+    @staticmethod
+    def _shared_text(group: SharedReason) -> str:
+        names = quoted_list(tool.name for tool in group.tools)
+        return f"  {group.heading}: {names}\n      {shown_reason(group.reason)}"
+
+    def _left_out(self, tools: int, shared: int) -> list[str]:
+        """What a display of the catalog within its bound says it left out: tools, and shared reasons."""
+        notes = [shown_note(tools, len(self.tools), "tools", WHOLE)] if tools < len(self.tools) else []
+        if shared < len(self.shared_reasons):
+            notes.append(shown_note(shared, len(self.shared_reasons), "shared reasons", WHOLE))
+        return notes
 
     def _repr_html_table(self) -> Html:
-        rows = []
-        for tool in self.tools:
-            badge = _badge(CALLABLE, OK_COLOR) if tool.callable else _badge(NOT_CALLABLE, ERROR_COLOR)
-            reasons = self._reasons_html(tool)
-            rows.append(
-                tag(
-                    "tr",
-                    td(name_html(tool)),
-                    td(one_line(tool.title or "", TITLE_CHARS)),
-                    td(visible(_shorten(tool.description)), wrapped=True),
-                    td(badge),
-                    td(tool.input_verdict),
-                    td(tool.output_verdict),
-                    td(tool.bindable_as),
-                    td(tool.bound_label),
-                    td(reasons, wrapped=True, min_width=REASONS_MIN_WIDTH),
-                )
-            )
+        room = Room.html(CATALOG_HTML_CHARS)
+        rows = list(room.parts(self._tool_html(tool) for tool in self.tools))
+        groups = list(room.parts(self._shared_html(group) for group in self.shared_reasons))
         note = tag("p", self.note) if self.note else None
-        dropped = tag("p", f"{DROPPED}: {', '.join(self.dropped)}") if self.dropped else None
+        dropped = tag("p", f"{DROPPED}: {quoted_list(self.dropped)}") if self.dropped else None
         summary = tag("p", tag("b", self.summary))
-        shared = join(self._shared_html(group) for group in self.shared_reasons)
-        return tag("div", summary, note, dropped, table(_HTML_COLUMNS, rows), shared, class_="purra-catalog")
+        left_out = join(tag("p", tag("small", note)) for note in self._left_out(len(rows), len(groups)))
+        body = table(_HTML_COLUMNS, rows), left_out, join(groups)
+        return tag("div", summary, note, dropped, *body, class_="purra-catalog")
+
+    def _tool_html(self, tool: ToolVerdict) -> Html:
+        badge = _badge(CALLABLE, OK_COLOR) if tool.callable else _badge(NOT_CALLABLE, ERROR_COLOR)
+        return tag(
+            "tr",
+            td(name_html(tool)),
+            td(one_line(tool.title or "", TITLE_CHARS)),
+            td(visible(_shorten(tool.description)), wrapped=True),
+            td(badge),
+            td(tool.input_verdict),
+            td(tool.output_verdict),
+            td(tool.bindable_as),
+            td(tool.bound_label),
+            td(self._reasons_html(tool), wrapped=True, min_width=REASONS_MIN_WIDTH),
+        )
 
     def _reasons_html(self, tool: ToolVerdict) -> Html:
-        own = self.own_reasons(tool)
-        note = self.shared_note(tool)
+        own = self.own_reasons(tool)[:REASONS_SHOWN]
         return join(
             [
-                tag("ul", join(tag("li", reason) for reason in own)) if own else None,
-                tag("div", note, style="font-style:italic") if note else None,
+                tag("ul", join(tag("li", shown_reason(reason)) for reason in own)) if own else None,
+                join(tag("div", line, style="font-style:italic") for line in self._more_reasons(tool)),
             ]
         )
 
@@ -368,7 +397,7 @@ class Catalog:
         names = join((tag("code", name, class_="purra-tool-name") for name in group.names), ", ")
         heading = tag("p", tag("b", f"{group.heading}:"), " ", names, class_="purra-shared-reason")
         # (outside the table: a long unbroken name or reason breaks inside rather than widen the output)
-        return tag("div", heading, tag("ul", tag("li", group.reason)), style="overflow-wrap:anywhere")
+        return tag("div", heading, tag("ul", tag("li", shown_reason(group.reason))), style="overflow-wrap:anywhere")
 
     def refusal_chart(self) -> Chart:
         """Why tools are not callable, as a picture: one bar per keyword a reason names (``$schema``, ``default``
@@ -411,6 +440,24 @@ _HTML_COLUMNS = ("tool", "title", "description", "verdict", "input", "output", "
 
 
 TITLE_CHARS = 120  # a server's title shown on one line
+# The bound of the catalog's display (``egress.Room``): purra-mcp lists at most 256 tools, and a tool's row of a usual
+# size (its name, title, description cut, a few reasons) is a kilobyte or two of HTML, so a whole catalog fits; a
+# hostile one stops at the bound and says how many tools it shows. Each tool shows at most ``REASONS_SHOWN`` reasons.
+CATALOG_HTML_CHARS = 600_000
+CATALOG_TEXT_CHARS = 150_000
+REASONS_SHOWN = 20
+WHOLE = "s.catalog.to_frame()"  # what holds every tool and reason a display of the catalog leaves out
+# Of one reason shown in the catalog's text and HTML. A reason quotes the server's schema (a property name of 60,000
+# characters, in each of its reasons): the tool's ``reasons`` (and ``to_frame()``, the payload) hold each whole.
+REASON_CHARS = 1_000
+
+
+def shown_reason(reason: str) -> str:
+    """A reason as the catalog shows it: on one line (the property names its path quotes ``visible``, their line
+    breaks as escapes, so no reason passes for a row of the catalog), at most ``REASON_CHARS`` characters."""
+    return cut(visible(reason), REASON_CHARS, "the tool's .reasons")
+
+
 REASONS_MIN_WIDTH = "16em"  # the reasons column's least width: a reason's words (and paths) read whole
 
 

@@ -1,7 +1,9 @@
 """Call results and their MIME bundles: PurrA envelopes and raw MCP results.
 
 Everything in a result came from a server nobody here trusts: the HTML fallbacks escape every
-string, show images only as data URIs of four raster types, and never make a URL clickable.
+string, show images only as data URIs of four raster types, and never make a URL clickable. What they show is
+bounded (``egress.Room``, as every display of server data): a cut says how much it shows and which attribute holds it
+all; in plain text a block of several lines stands behind ``| `` under its label, so it cannot pass for the kit's lines.
 
 Each MIME payload carries, beside the result, the kit's fixed words under ``labels`` (``envelope_labels()``,
 ``raw_result_labels()``): the labextension shows those, so the words are typed once, here. They are UI text
@@ -17,10 +19,21 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._base.egress import CellText, bundle, cell_text
+from .._base.egress import (
+    CellText,
+    Room,
+    block_lines,
+    bundle,
+    cell_text,
+    cut_block,
+    note_html,
+    pre_shown,
+    table_shown,
+    text_shown,
+)
 from .._base.errors import McpSessionError
 from .._base.frames import kit_frame
-from .._base.markup import ERROR_COLOR, OK_COLOR, Html, join, pre, table, tag, td
+from .._base.markup import ERROR_COLOR, OK_COLOR, Html, join, pre, tag
 from .._base.visible import visible
 from .._base.wire import COMMITTED, ENVELOPE_MIME, NOT_STARTED, NOT_TABULAR, RAW_RESULT_MIME, UNKNOWN
 
@@ -71,13 +84,15 @@ def _json_text(value: Any) -> str:
 FOLD_LINES = 12  # structured JSON longer than this is folded (a <details> the reader opens)
 
 
-def _json_block(label: str, value: Any) -> Html:
-    """Structured content as indented JSON text; folded beyond ``FOLD_LINES`` lines."""
+def _json_block(label: str, value: Any, room: Room, whole: str) -> Html:
+    """Structured content as indented JSON text, as much as fits ``room``; folded beyond ``FOLD_LINES`` lines (the
+    note on a cut below the fold, where it is seen folded)."""
     text = _json_text(value)
     lines = text.count("\n") + 1
-    if lines <= FOLD_LINES:
-        return pre(text)
-    return tag("details", tag("summary", f"{label} ({lines} lines of JSON)"), pre(text))
+    part, note = cut_block(text, room, whole)
+    shown = pre(part) if lines <= FOLD_LINES else tag("details", tag("summary", f"{label} ({lines} lines of JSON)"),
+                                                       pre(part))  # fmt: skip
+    return join([shown, note_html(note) if note else None])
 
 
 def table_columns(value: Any) -> list[str] | None:
@@ -87,14 +102,11 @@ def table_columns(value: Any) -> list[str] | None:
     return None if records is None else [str(key) for key in dict.fromkeys(k for record in records for k in record)]
 
 
-def _table_html(records: list[dict[str, Any]]) -> Html:
+def _table_html(records: list[dict[str, Any]], room: Room, whole: str) -> Html:
+    """The first ``_PREVIEW_ROWS`` records as a table, as much as fits ``room``."""
     columns = table_columns(records) or []
-    rows = (
-        tag("tr", join(td(_cell(record.get(column)), wrapped=True) for column in columns))
-        for record in records[:_PREVIEW_ROWS]
-    )
-    more = tag("p", f"… {len(records) - _PREVIEW_ROWS} more rows") if len(records) > _PREVIEW_ROWS else None
-    return join([table((str(column) for column in columns), rows), more])
+    rows = ([_cell(record.get(column)) for column in columns] for record in records[:_PREVIEW_ROWS])
+    return table_shown(columns, rows, len(records), room, whole)
 
 
 def _cell(value: Any) -> str:
@@ -161,22 +173,26 @@ class Envelope:
         return _frame(self.structured, f"{self.tool}'s result")
 
     def __repr__(self) -> CellText:
-        head = f"Envelope {self.server}/{self.tool}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms)"
+        head = f"Envelope {self.server}/{visible(self.tool)}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms)"
         effect = f"  effect: {self.effect_state}{EFFECT_NOTES.get(self.effect_state, '')}"
         lines = [head, *([effect] if self.shows_effect else [])]
         lines += [*(f"  {line}" for line in [self.message] if line), *_server_text_lines(self)]
-        lines += [f"  text: {block}" for block in self.text]
+        room = Room.text()
+        for block in self.text:
+            lines += block_lines("text", text_shown(block, room, ".text"))
         if self.structured is not None:
-            lines.append("  structured: " + json.dumps(self.structured, ensure_ascii=False)[:2000])
+            said = json.dumps(self.structured, ensure_ascii=False)
+            lines += block_lines("structured", text_shown(said, room, ".structured"))
         return cell_text("\n".join(lines))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
-        body = [pre(block) for block in self.text]
+        room = Room.html()
+        body = [pre_shown(block, room, ".text") for block in self.text]
         records = records_in(self.structured)
         if records is not None:
-            body.append(_table_html(records))
+            body.append(_table_html(records, room, ".structured"))
         if self.structured is not None:
-            body.append(_json_block("structured", self.structured))
+            body.append(_json_block("structured", self.structured, room, ".structured"))
         effect = self.effect_state if self.shows_effect else None
         payload = {
             "envelope": self.to_dict(),
@@ -222,19 +238,23 @@ class RawResult:
 
     def __repr__(self) -> CellText:
         head = (
-            f"RawResult {self.server}/{self.tool}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms) — {RAW_LABEL}"
+            f"RawResult {self.server}/{visible(self.tool)}: {_status(self.error_code)} ({self.elapsed_ms:.0f} ms) — "
+            f"{RAW_LABEL}"
         )
         lines = [head, *(f"  {line}" for line in [self.message] if line), *_server_text_lines(self)]
+        room = Room.text()
         for block in self.content:
-            lines.append(f"  {block.get('type')}: {_block_text(block)[:500]}")
+            lines += block_lines(visible(str(block.get("type"))), text_shown(_block_text(block), room, ".content"))
         if self.structured_content is not None:
-            lines.append("  structuredContent: " + json.dumps(self.structured_content, ensure_ascii=False)[:2000])
+            said = json.dumps(self.structured_content, ensure_ascii=False)
+            lines += block_lines("structuredContent", text_shown(said, room, ".structured_content"))
         return cell_text("\n".join(lines))
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
-        body = [_block_html(block) for block in self.content]
+        room = Room.html()
+        body = [_block_html(block, room, ".content") for block in self.content]
         if self.structured_content is not None:
-            body.append(_json_block("structuredContent", self.structured_content))
+            body.append(_json_block("structuredContent", self.structured_content, room, ".structured_content"))
         payload = {
             "result": self.to_dict(),
             "columns": table_columns(self.structured_content),
@@ -264,9 +284,7 @@ def _effect_html(envelope: Envelope) -> Html:
 
 
 def _server_text_lines(result: Envelope | RawResult) -> list[str]:
-    if not result.server_text:
-        return []
-    return [f"  {SERVER_WORDS}:", *(f"    {line}" for line in result.server_text.splitlines())]
+    return block_lines(SERVER_WORDS, result.server_text) if result.server_text else []
 
 
 def _bundle(
@@ -325,19 +343,29 @@ def image_tag(uri: str) -> Html:
     return tag("img", alt=IMAGE_ALT, style="min-width:64px;max-width:100%;image-rendering:pixelated", src=uri)
 
 
-def _block_html(block: dict[str, Any]) -> Html:
+def _block_html(block: dict[str, Any], room: Room, whole: str) -> Html:
     if block.get("type") == "image":
         uri = image_data_uri(block)
         if uri is not None:
-            return image_tag(uri)
-    return tag("div", tag("small", str(block.get("type"))), pre(_block_text(block)))
+            return image_shown(uri, room, whole)
+    return tag("div", tag("small", str(block.get("type"))), pre_shown(_block_text(block), room, whole))
 
 
-def block_html(block: dict[str, Any]) -> Html:
-    """One content block as a raw result shows it (text as text, the four raster image types as images)."""
-    return _block_html(block)
+def image_shown(uri: str, room: Room, whole: str) -> Html:
+    """An image of a data URI ``image_data_uri`` made when it fits ``room``; else its size, and where it is whole."""
+    image = image_tag(uri)
+    if room.fits(image):
+        return image
+    return note_html(f"an image of {len(uri):,} characters of base64, more than this output shows; {whole} holds it")
 
 
-def json_block(label: str, value: Any) -> Html:
-    """JSON as a raw result's structured content shows it: indented text, folded beyond ``FOLD_LINES`` lines."""
-    return _json_block(label, value)
+def block_html(block: dict[str, Any], room: Room, whole: str) -> Html:
+    """One content block as a raw result shows it (text as text, the four raster image types as images), as much as
+    fits ``room``; ``whole``: the attribute that holds it whole."""
+    return _block_html(block, room, whole)
+
+
+def json_block(label: str, value: Any, room: Room, whole: str) -> Html:
+    """JSON as a raw result's structured content shows it: indented text, folded beyond ``FOLD_LINES`` lines, as
+    much as fits ``room``."""
+    return _json_block(label, value, room, whole)

@@ -28,6 +28,7 @@ from .._base.consent import Field, defaults, shown_value
 from .._base.egress import CellText, bundle, cell_text
 from .._base.markup import ERROR_COLOR, OK_COLOR, WARN_COLOR, Html, join, key_value_table, pre, tag
 from .._base.raw_schema import checker
+from .._base.visible import quoted_list
 from .._connection.questions import ELICITATION, SAMPLING, Answerer, Asking, Declined
 from .asking import Asked, boxes
 from .forms import SchemaForm
@@ -88,6 +89,10 @@ def _content_words(content: Any) -> str:
     return "\n".join(said)
 
 
+def _more(items: list[Any]) -> str:
+    return f" and {len(items) - MESSAGES_SHOWN:,} more" if len(items) > MESSAGES_SHOWN else ""
+
+
 def _sampling_rows(params: Mapping[str, Any]) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     if params.get("systemPrompt"):
@@ -102,7 +107,7 @@ def _sampling_rows(params: Mapping[str, Any]) -> list[tuple[str, str]]:
             rows.append((key, _words(params[key])))
     if params.get("tools"):
         names = [str(tool.get("name", "?")) for tool in params["tools"] if isinstance(tool, Mapping)]
-        rows.append(("tools the model may use", _words(", ".join(names))))
+        rows.append(("tools the model may use", quoted_list(names[:MESSAGES_SHOWN]) + _more(names)))
     return rows
 
 

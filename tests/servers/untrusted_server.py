@@ -48,8 +48,9 @@ PLAN_JSON is an object; every key is optional:
   on stdout, or over HTTP on its own event stream, which the plan opens with ``get_stream``; ``answers`` is a tool
   behaviour that answers with what the client answered so far; ``answered_file`` is a path the server creates
   once the client answered one of them), ``flood`` (sends
-  ``arguments.count`` notifications: a log line, a progress of an unknown token, an unknown method, in turn; then
-  answers), ``raw-echo`` (answers with the text of the arguments exactly as they arrived on the wire),
+  ``arguments.count`` notifications: a log line (its data ``arguments.data``, by default 200 ``m``), a progress of an
+  unknown token, an unknown method, in turn; then answers), ``raw-echo`` (answers with the text of the arguments
+  exactly as they arrived on the wire),
   ``unknown-id`` (first answers an id never sent, then the call), ``task`` (stdio: a task, ``working`` until
   ``tasks/cancel``, which it answers only ``cancel_delay`` seconds later; with ``task_completes``, ``tasks/get``
   says ``completed`` and ``tasks/result`` answers ``result_text``).
@@ -59,6 +60,9 @@ PLAN_JSON is an object; every key is optional:
 - ``stderr``: lines written to stderr at start (stdio).
 - ``resources`` / ``prompts``: what ``resources/list`` and ``prompts/list`` list (each resource's text, and each
   prompt's one message, is ``offered_text``; a resource's MIME type is ``offered_mime``, by default text/plain).
+- ``contents``: by URI, what ``resources/read`` of it answers instead, ``{"mimeType": ..., "text": ..., "times": N}``
+  (the text N times over, so that a plan of a few bytes serves megabytes); ``messages``: the same by prompt name, for
+  the one message of ``prompts/get``.
 
 Every string of the plan may hold ``{secret}`` (the secret as it is), ``{secret_json}`` (JSON-escaped, as it is
 inside a JSON text quoted in a string), ``{secret_url}`` (URL-encoded) or ``{secret_b64}`` (base64: a transform).
@@ -194,13 +198,12 @@ def handle(message: dict[str, Any], write_raw: Any, raw: bytes = b"") -> Reply |
         return Reply(answer(ident, {"resources": with_secret(PLAN.get("resources", []))}))
     if method == "resources/read":
         uri = (message.get("params") or {}).get("uri")
-        text = with_secret(PLAN.get("offered_text", ""))
-        mime = PLAN.get("offered_mime", "text/plain")
+        mime, text = offered("contents", uri)
         return Reply(answer(ident, {"contents": [{"uri": uri, "mimeType": mime, "text": text}]}))
     if method == "prompts/list":
         return Reply(answer(ident, {"prompts": with_secret(PLAN.get("prompts", []))}))
     if method == "prompts/get":
-        text = with_secret(PLAN.get("offered_text", ""))
+        _, text = offered("messages", (message.get("params") or {}).get("name"))
         return Reply(answer(ident, {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]}))
     if method == "tasks/cancel":
         time.sleep(float(PLAN.get("cancel_delay", 0)))
@@ -238,6 +241,15 @@ def handle(message: dict[str, Any], write_raw: Any, raw: bytes = b"") -> Reply |
     return None
 
 
+def offered(key: str, name: Any) -> tuple[str, str]:
+    """The MIME type and text of what ``resources/read`` (``key`` ``contents``) or ``prompts/get`` (``messages``)
+    answers for ``name``: its own entry of the plan, else ``offered_mime`` and ``offered_text``."""
+    entry = PLAN.get(key, {}).get(name)
+    if entry is None:
+        return PLAN.get("offered_mime", "text/plain"), with_secret(PLAN.get("offered_text", ""))
+    return entry.get("mimeType", "text/plain"), with_secret(entry["text"]) * int(entry.get("times", 1))
+
+
 def call(ident: Any, params: dict[str, Any], write_raw: Any, raw: bytes) -> Reply | None:
     tool, arguments = params.get("name"), params.get("arguments") or {}
     behaviour = PLAN.get("calls", {}).get(tool, "echo")
@@ -268,7 +280,8 @@ def call(ident: Any, params: dict[str, Any], write_raw: Any, raw: bytes) -> Repl
             text = json.dumps({"answers": dict(RESPONSES)})
         return Reply(answer(ident, {"content": [{"type": "text", "text": text}]}))
     if behaviour == "flood":
-        kinds = [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "m" * 200}},
+        data = arguments.get("data", "m" * 200)
+        kinds = [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": data}},
                  {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "nope",
                                                                                    "progress": 1}},
                  {"jsonrpc": "2.0", "method": "notifications/whatever", "params": {"x": "y" * 100}}]  # fmt: skip
