@@ -44,6 +44,9 @@ OFFERING_UNKNOWN = "mcp_offering_unknown"  # a resource, resource template or pr
 ANSWER_FAILED = "mcp_answer_failed"  # the session's handler raised, or no person could be asked
 ANSWER_INVALID = "mcp_answer_invalid"  # the handler's answer is not the result the question takes
 QUESTION_DECLINED = "mcp_question_declined"  # the person (or the handler) declined a sampling request
+# What a server sends unasked (notifications, its requests, answers no request awaits), weighed before it is parsed.
+UNASKED_TOO_LARGE = "mcp_unasked_too_large"  # one over the bounds: dropped unread (a request answered with an error)
+FLOOD_LIMIT = "mcp_flood_limit_exceeded"  # all of them past the rate: the session fails, nothing more is read
 
 # Error codes shared with purra-mcp.
 BINDING_INVALID = "mcp_binding_invalid"
