@@ -102,10 +102,19 @@ def head(data: bytes) -> Head:
         top = from_json(data[:HEAD_BYTES], allow_partial=not whole)
     except ValueError:
         return Head()
+    if isinstance(top, dict) and not whole and top and isinstance(top[next(reversed(top))], int | float):
+        top.pop(next(reversed(top)))  # (a cut string, true or null is left out by the parser itself)
+    return _head(top, whole)
+
+
+def head_of(value: Any) -> Head:
+    """What a message already parsed whole is (a small one is parsed once, its head read from its value)."""
+    return _head(value, True)
+
+
+def _head(top: Any, whole: bool) -> Head:
     if not isinstance(top, dict):
         return Head(whole=whole)
-    if not whole and top and isinstance(top[next(reversed(top))], int | float):
-        top.pop(next(reversed(top)))  # (a cut string, true or null is left out by the parser itself)
     method = top.get("method")
     method = method if isinstance(method, str) else None
     answer = method is None and ("result" in top or "error" in top)
@@ -290,6 +299,7 @@ __all__ = [
     "RequestId",
     "count_values",
     "head",
+    "head_of",
     "json_line",
     "json_within",
     "parse",

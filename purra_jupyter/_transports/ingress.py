@@ -46,7 +46,17 @@ from anyio.abc import ObjectReceiveStream
 
 from .._base.config import Scrubber
 from .._base.errors import shown
-from .._base.untrusted import HEAD_BYTES, Head, JsonRefused, RequestId, count_values, head, parse, tail_id
+from .._base.untrusted import (
+    HEAD_BYTES,
+    Head,
+    JsonRefused,
+    RequestId,
+    count_values,
+    head,
+    head_of,
+    parse,
+    tail_id,
+)
 from .._base.wire import EVENT_DROPPED, FLOOD_LIMIT, UNASKED_TOO_LARGE
 
 if TYPE_CHECKING:
@@ -177,14 +187,13 @@ class Ingress:
         raw = data.encode() if isinstance(data, str) else data
         if self.ended:
             return None
-        top = head(raw)
+        value = self._parsed(raw) if len(raw) <= HEAD_BYTES else None  # (a small message is parsed once)
+        top = head(raw) if value is None else head_of(value)
         asked = top.answer and self._awaits(top.id)
         if not asked and not self._admits(raw, top):
             return None
-        try:
-            value = parse(raw)
-        except JsonRefused as refused:
-            raise NotJsonRpc(refused.reason, self._excerpt(raw)) from None
+        if value is None:
+            value = self._parsed(raw)
         if not self._handed_on(raw, value, asked=asked, known=top.method is not None):
             return None
         value = self.scrub.value(value)
@@ -195,6 +204,12 @@ class Ingress:
         if self._record is not None:
             self._record(raw.decode(errors="replace"))
         return message
+
+    def _parsed(self, raw: bytes) -> Any:
+        try:
+            return parse(raw)
+        except JsonRefused as refused:
+            raise NotJsonRpc(refused.reason, self._excerpt(raw)) from None
 
     def admitted(self, data: bytes | str) -> Any:
         """What a transport hands the SDK for ``data``: its ``SessionMessage``, the ``NotJsonRpc`` that says why it is
