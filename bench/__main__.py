@@ -12,6 +12,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from . import (
+    apartness,
     batch_concurrency,
     batch_memory,
     batch_pool,
@@ -34,6 +35,7 @@ SCENARIOS: dict[str, ModuleType] = {
     "import": imports,
     "memory": memory,
     "instructions": instructions,
+    "apartness": apartness,
 }
 
 

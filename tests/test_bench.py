@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).parent.parent
 SCENARIOS = {
     "first_connect", "call_overhead", "discovery", "batch_concurrency", "batch_pool", "batch_memory", "import",
-    "memory", "instructions",
+    "memory", "instructions", "apartness",
 }  # fmt: skip
 KEYS = {
     "scenario",

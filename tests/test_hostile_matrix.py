@@ -826,18 +826,20 @@ def test_no_server_string_forges_a_line_of_plain_text(transport: str, tmp_path: 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_notification_flood_delays_its_call_by_no_more_than_its_timeout(transport: str) -> None:
-    """150,000 notifications (log lines, progress of no one's token, a method nobody knows) before the answer: the
-    call gets its answer, the session log keeps a bounded count and says how many were not handed on."""
+    """20,000 notifications at once (log lines, progress of no one's token, a method nobody knows) before the answer,
+    within what a session may send unasked: the call gets its answer, the session log keeps a bounded count and says
+    how many were not handed on (every unknown one, and the informing ones past the flood budget). A flood past that
+    budget fails its own session: tests/test_apartness.py."""
     plan = {**QUIET, "tools": [{"name": "speak", "inputSchema": {"type": "object"}}], "calls": {"speak": "flood"}}
     with hostile_config(transport, "flood", plan) as config, pj.connect(config) as s:  # its default timeout, 30 s
-        result = s.call("speak", {"count": 150_000}, raw=True, approve=True)
+        result = s.call("speak", {"count": 20_000}, raw=True, approve=True)
         assert result.ok, result
-        assert result.content[0]["text"] == "flooded 150000"
+        assert result.content[0]["text"] == "flooded 20000"
         assert s.state == "ready" and s.ping() >= 0
         assert len(s.log) <= 10_000
         dropped = sum(int(count) for row in s.log.events("dropped") for count in re.findall(r"(\d+) [a-z]", row.detail
                       .split(" (past")[0]))  # fmt: skip
-        assert 100_000 <= dropped <= 150_000, [row.detail for row in s.log.events("dropped")]
+        assert 20_000 // 3 <= dropped <= 20_000, [row.detail for row in s.log.events("dropped")]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -381,7 +381,7 @@ def test_a_sampling_request_shows_its_messages_preferences_and_tools_as_text() -
         ("message (assistant)", "[image block]"),
         ("modelPreferences", '{"hints": [{"name": "small"}]}'),
         ("maxTokens", "5"),
-        ("tools the model may use", "search, fetch"),
+        ("tools the model may use", "'search', 'fetch'"),
     ]
     html = question_bundle("sampling", asking, params)["text/html"]
     assert "Be &lt;b&gt;brief&lt;/b&gt;." in html and "<b>brief" not in html

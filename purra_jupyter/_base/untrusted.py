@@ -9,13 +9,19 @@ pydantic's, which the MCP SDK reads messages with too) and raises ``JsonRefused`
 
 ``json_line`` is the one writer of a JSON Lines file: ``json.dumps`` leaves U+2028, U+2029 and U+0085 unescaped,
 and Python's ``str.splitlines`` (and JavaScript's parsers of old) split lines there, so it escapes them.
+
+What a message costs before it is parsed: ``head`` reads what a JSON-RPC message is from its first ``HEAD_BYTES``
+(a prefix parsed as far as it goes), ``tail_id`` its id where the TypeScript SDK writes it (last), and
+``count_values`` about how many values it holds, from a count of bytes. After it is parsed, ``json_within`` shows a
+value as JSON text within a number of characters, by a walk that stops there: a log line of a value of a million
+items costs what the line shows.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -25,6 +31,9 @@ MAX_INT_DIGITS = 4_300  # digits of an integer: Python's int_max_str_digits, whi
 MAX_LINE_BYTES = 64 << 20  # of one line of a file: a transcript's whole bound (``transcript.MAX_BYTES``)
 MAX_FILE_BYTES = 256 << 20  # of a whole file the kit reads back
 _LINE_SEPARATORS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+# What ``head`` reads of a message: in every SDK's layout a message's top-level method, result or error comes before
+# its params or its content (only a request's id may come last: the TypeScript SDK's, which ``tail_id`` reads).
+HEAD_BYTES = 4_096
 
 
 class JsonRefused(ValueError):
@@ -65,6 +74,145 @@ def _reason(error: Any) -> str:
         return f"a number of over {MAX_INT_DIGITS} digits"
     words = said.split(" at line ")[0]
     return f"not JSON ({words})" if words else "not JSON"
+
+
+RequestId = str | int
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """What the first bytes of a JSON-RPC message say it is (``head``): its top-level ``method`` and ``id`` when they
+    are there whole, and whether it holds a ``result`` or an ``error`` without a method (an ``answer``). ``whole``:
+    the head was the whole message, so what it does not hold, the message does not either."""
+
+    method: str | None = None
+    id: RequestId | None = None
+    answer: bool = False
+    whole: bool = False
+
+
+def head(data: bytes) -> Head:
+    """What ``data`` is, from its first ``HEAD_BYTES`` parsed as far as they go (pydantic-core's partial JSON): the
+    rest is never read, so a message of any size costs the same here. A member cut by the end of the head is not
+    taken (a number cut short would be another number); text that is not JSON says nothing (``Head()``)."""
+    from pydantic_core import from_json
+
+    whole = len(data) <= HEAD_BYTES
+    try:
+        top = from_json(data[:HEAD_BYTES], allow_partial=not whole)
+    except ValueError:
+        return Head()
+    if isinstance(top, dict) and not whole and top and isinstance(top[next(reversed(top))], int | float):
+        top.pop(next(reversed(top)))  # (a cut string, true or null is left out by the parser itself)
+    return _head(top, whole)
+
+
+def head_of(value: Any) -> Head:
+    """What a message already parsed whole is (a small one is parsed once, its head read from its value)."""
+    return _head(value, True)
+
+
+def _head(top: Any, whole: bool) -> Head:
+    if not isinstance(top, dict):
+        return Head(whole=whole)
+    method = top.get("method")
+    method = method if isinstance(method, str) else None
+    answer = method is None and ("result" in top or "error" in top)
+    return Head(method, _request_id(top.get("id")), answer, whole)
+
+
+def tail_id(data: bytes) -> RequestId | None:
+    """The top-level ``id`` of a message written ``{"method": ..., "params": {...}, "jsonrpc": "2.0", "id": 7}`` (the
+    TypeScript SDK's requests): the members after its last object or array, read from its last ``HEAD_BYTES``.
+    ``None`` when they hold none (a message of another layout: its id, if any, is in its ``head``)."""
+    from pydantic_core import from_json
+
+    end = data[-HEAD_BYTES:].rstrip()
+    if not end.endswith(b"}"):
+        return None
+    body = end[:-1]
+    last = max(body.rfind(b"}"), body.rfind(b"]"))
+    members = body[last + 1 :].strip().removeprefix(b",")
+    try:
+        after = from_json(b"{" + members + b"}")
+    except ValueError:
+        return None
+    return _request_id(after.get("id")) if last >= 0 and isinstance(after, dict) else None
+
+
+def _request_id(value: object) -> RequestId | None:
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
+def count_values(data: bytes, limit: int) -> int:
+    """About how many values (objects, arrays, their items) the JSON text ``data`` holds, never fewer, read without
+    parsing it: one more than its ``{``, ``[`` and ``,``. Those inside strings (prose is full of commas) are left out
+    only when counting them all passes ``limit``: a count of bytes, a few milliseconds a MiB."""
+    marks = data.count(b"{") + data.count(b"[") + data.count(b",")
+    if marks < limit:
+        return marks + 1
+    if b"\\" in data:  # escaped backslashes first, so that what is left of ``\"`` is an escaped quote
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    outside = b"".join(data.split(b'"')[0::2])  # (every other piece lies between strings)
+    return outside.count(b"{") + outside.count(b"[") + outside.count(b",") + 1
+
+
+def json_within(value: Any, chars: int) -> str:
+    """What ``json.dumps(value, ensure_ascii=False)`` writes (what is not JSON as its ``str``), within ``chars``
+    characters, ending in ``…`` when cut. The walk stops once it has them, and a string is cut before it is escaped:
+    a value of any size costs what is shown."""
+    pieces: list[str] = []
+    size = 0
+    for piece in _json_pieces(value, chars):
+        pieces.append(piece)
+        size += len(piece)
+        if size > chars:
+            return "".join(pieces)[:chars] + "…"
+    return "".join(pieces)
+
+
+class _Text(str):
+    """A piece of ``json_within``'s output (punctuation, a key) among the values still to write."""
+
+
+def _json_pieces(value: Any, chars: int) -> Iterator[str]:
+    """``value``'s JSON text in pieces, depth first, with a stack of its own (no recursion, whatever the depth)."""
+    todo: list[Iterator[Any]] = [iter((value,))]
+    while todo:
+        item = next(todo[-1], _Text())
+        if type(item) is _Text:
+            if not item:
+                todo.pop()
+            yield item
+        elif isinstance(item, dict | list | tuple) and not item:
+            yield "{}" if isinstance(item, dict) else "[]"
+        elif isinstance(item, dict):
+            todo.append(_members(item, chars))
+        elif isinstance(item, list | tuple):
+            todo.append(_items(item))
+        elif isinstance(item, str):
+            yield json.dumps(item[:chars], ensure_ascii=False)
+        elif item is None or isinstance(item, bool | int | float):
+            yield json.dumps(item)
+        else:
+            yield str(item)[:chars]
+
+
+def _members(value: dict[Any, Any], chars: int) -> Iterator[Any]:
+    yield _Text("{")
+    for index, (key, inner) in enumerate(value.items()):
+        yield _Text((", " if index else "") + json.dumps(str(key)[:chars], ensure_ascii=False) + ": ")
+        yield inner
+    yield _Text("}")
+
+
+def _items(value: Iterable[Any]) -> Iterator[Any]:
+    yield _Text("[")
+    for index, inner in enumerate(value):
+        if index:
+            yield _Text(", ")
+        yield inner
+    yield _Text("]")
 
 
 def json_line(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
@@ -139,15 +287,23 @@ def parsed_lines(stream: IO[bytes]) -> Iterator[Line]:
 
 
 __all__ = [
+    "HEAD_BYTES",
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
     "MAX_INT_DIGITS",
     "MAX_LINE_BYTES",
     "FileRefused",
+    "Head",
     "JsonRefused",
     "Line",
+    "RequestId",
+    "count_values",
+    "head",
+    "head_of",
     "json_line",
+    "json_within",
     "parse",
     "parsed_lines",
     "read_lines",
+    "tail_id",
 ]

@@ -49,6 +49,9 @@ QUESTION_DECLINED = "mcp_question_declined"  # the person (or the handler) decli
 QUESTION_REFUSED = "mcp_question_refused"
 QUESTION_WITHDRAWN = "mcp_question_withdrawn"  # the server withdrew its question (notifications/cancelled)
 CANCELLED = "notifications/cancelled"  # either side stops waiting for a request of its own
+# What a server sends unasked (notifications, its requests, answers no request awaits), weighed before it is parsed.
+UNASKED_TOO_LARGE = "mcp_unasked_too_large"  # one over the bounds: dropped unread (a request answered with an error)
+FLOOD_LIMIT = "mcp_flood_limit_exceeded"  # all of them past the rate: the session fails, nothing more is read
 
 # Error codes shared with purra-mcp.
 BINDING_INVALID = "mcp_binding_invalid"

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import Future
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -67,8 +67,9 @@ from .tracking import WAITING, CancelToken, Deadline, RequestTracker
 T = TypeVar("T")
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
     from mcp import ClientSession
-    from mcp.types import InitializeResult
+    from mcp.types import InitializeResult, JSONRPCMessage
     from purra_mcp import McpCatalogMonitor, McpToolLimits
 
 # What a stdio line or an HTTP message may hold with purra-mcp's default limits (16 x its 1-MiB catalog limit: room
@@ -316,6 +317,12 @@ class ServerHello:
         return one_line(said, LABEL_CHARS) or "unknown"
 
 
+async def _send_quietly(stream: ObjectSendStream[Any], item: Any) -> None:
+    """``item`` on ``stream``, unless the stream is closed by then (the session ended)."""
+    with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        await stream.send(item)
+
+
 def _opened(part: T | None, name: str) -> T:
     """``part`` of a connection that ``open`` makes, or ``mcp_connection_closed`` before it did."""
     if part is None:
@@ -355,7 +362,11 @@ class Connection(HasTraits):
             else None
         )
         received = partial(self.transcript.record, RECEIVED) if self.transcript is not None else None
-        self.ingress = Ingress(self.scrub, self.log.add, record=received)  # the one door of the server's messages
+        # The one door of the server's messages (it reads an answer whole only while a request of this session awaits
+        # one, answers a request it refuses unread beside the SDK, and fails a session that outruns its budget).
+        self.ingress = Ingress(self.scrub, self.log.add, record=received, awaits=lambda id_: self.requests.awaits(id_),
+                               answer=self._answer_beside, fail=self._fail)  # fmt: skip
+        self._beside: tuple[TaskGroup, ObjectSendStream[Any]] | None = None  # where ``_answer_beside`` sends
         self.errors = ErrorSeam(config, transport.kind, self.scrub, lambda: transport.stderr)
         self.requests = RequestTracker(
             config.name, self.log, self.scrub, drop=transport.drop, hint=self.errors.hint, notice_seconds=config.timeout
@@ -486,6 +497,7 @@ class Connection(HasTraits):
             client.add_response_router(self.requests)
             tasks = await stack.enter_async_context(anyio.create_task_group())
             self.requests.attach(client, tasks)
+            self._beside = (tasks, recording)
             self.questions.start(tasks)
             self._client = client
             try:
@@ -496,7 +508,17 @@ class Connection(HasTraits):
                 self.hello = ServerHello.of(result)
                 yield result
             finally:
+                self._beside = None
                 tasks.cancel_scope.cancel()  # cancellation notices still going out are not waited for
+
+    def _answer_beside(self, message: JSONRPCMessage) -> None:
+        """Send ``message`` to the server on the session's write stream, beside the SDK: the ingress' error answering a
+        request it refused unread, which the SDK never saw. (Before the session is up nothing is sent.)"""
+        if self._beside is not None:
+            from mcp.shared.message import SessionMessage
+
+            tasks, write = self._beside
+            tasks.start_soon(_send_quietly, write, SessionMessage(message))
 
     async def _on_message(self, message: Any) -> None:
         """Every server message the SDK hands on: purra-mcp's monitor first (it decides staleness), then ours.

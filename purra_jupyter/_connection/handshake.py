@@ -4,12 +4,12 @@ the session opens beside the contract (an older era's)."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
 from .._base.session_log import DETAIL_CHARS, SessionLog
+from .._base.untrusted import json_within
 from .._base.visible import one_line
 from .._base.wire import EVENT_INITIALIZE, PROTOCOL_UNSUPPORTED
 from .seam import DISCOVER, DISCOVER_KEYS, MODERN_ERA, MODERN_ONLY_CODES, ErrorSeam, versions_in
@@ -62,7 +62,7 @@ async def discover(client: ClientSession, seconds: float, log: SessionLog) -> li
             return None
         result = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
         listed = versions_in(result, DISCOVER_KEYS)
-        said = one_line(json.dumps(result, ensure_ascii=False), DETAIL_CHARS)
+        said = one_line(json_within(result, 4 * DETAIL_CHARS), DETAIL_CHARS)
         log.add(EVENT_INITIALIZE, f"{DISCOVER} answered {said}")
         return listed
     log.add(EVENT_INITIALIZE, f"{DISCOVER} not answered within {seconds:g} s")

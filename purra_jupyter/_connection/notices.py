@@ -4,22 +4,25 @@ session log, and heard by a running call that listens)."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from .._base.config import Scrubber
 from .._base.session_log import DETAIL_CHARS, SessionLog
+from .._base.untrusted import json_within
 from .._base.visible import one_line
 from .._base.wire import EVENT_LIST_CHANGED, EVENT_RESOURCE_UPDATED, EVENT_SERVER_LOG, PROMPTS, RESOURCES
+
+LINE_CHARS = 4 * DETAIL_CHARS  # of the data a log row reads: room for runs of spaces that ``one_line`` collapses
 
 
 def server_log_line(params: Any) -> str:
     """A server's log message as a row of the session log: ``level logger: data`` on one line (data that is not a
-    string as its JSON), its invisible characters made visible."""
-    data = params.data if isinstance(params.data, str) else json.dumps(params.data, ensure_ascii=False, default=str)
-    logger = f" {params.logger}" if params.logger else ""
+    string as its JSON), its invisible characters made visible. Only what the row shows is read of the data (a
+    bounded walk: a million values cost what a row of ``DETAIL_CHARS`` does)."""
+    data = params.data[:LINE_CHARS] if isinstance(params.data, str) else json_within(params.data, LINE_CHARS)
+    logger = f" {str(params.logger)[:LINE_CHARS]}" if params.logger else ""
     return one_line(f"{params.level}{logger}: {data}", DETAIL_CHARS)
 
 

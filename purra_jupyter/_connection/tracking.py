@@ -346,6 +346,11 @@ class RequestTracker:
         request.methods.append(method)
         self._pending[request_id] = request
 
+    def awaits(self, request_id: RequestId | None = None) -> bool:
+        """Whether the SDK waits for the answer to ``request_id`` (``None``: to any request): the ingress reads an
+        answer whole only then."""
+        return bool(self._live) if request_id is None else str(request_id) in map(str, self._live)
+
     # The SDK's response router protocol.
 
     def route_response(self, request_id: RequestId, response: dict[str, Any]) -> bool:

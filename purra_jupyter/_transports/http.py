@@ -140,6 +140,11 @@ class SharedSession:
     def note(self, detail: str) -> None:
         self._events.note(EVENT_ERROR, self._scrub(detail))
 
+    @property
+    def unread(self) -> bool:
+        """Whether nothing more of the server is read (its unasked messages outran the ingress' budget)."""
+        return self._ingress.ended
+
     def shown(self, text: str) -> str:
         """Server text a message quotes (scrubbed, on one line, bounded)."""
         return self._scrub.shown(text)
@@ -343,7 +348,8 @@ class _Exchanges:
                 ended = await self._read_events(resumed, stream, sent)
 
     async def _read_events(self, response: httpx.Response, stream: EventStream, sent: _Sent | None) -> str | None:
-        """Forward ``response``'s events; ``None`` once the answer to ``sent`` came, else how the stream ended."""
+        """Forward ``response``'s events; ``None`` once the answer to ``sent`` came (or nothing more of the server is
+        read), else how the stream ended."""
         on = f"on the stream of {sent.method}" if sent is not None else "on its own stream"
         try:
             async with aclosing(stream.events(response)) as events:
@@ -353,6 +359,8 @@ class _Exchanges:
                         and event.data
                         and await self._take(self._session.parsed(event.data.encode(), f"sent an event {on}"), sent)
                     ):
+                        return None
+                    if self._session.unread:  # (its requests are dropped: nothing more is read of this stream)
                         return None
         except (httpx.ReadError, httpx.RemoteProtocolError) as error:  # a reset, a server killed mid-stream
             return f"the connection broke: {error.__class__.__name__}"
@@ -427,6 +435,8 @@ class _Exchanges:
                         return
                     failures = 0
                     ended = await self._read_events(response, stream, None)
+                    if session.unread:
+                        return
                     if ended != "the stream ended":
                         failures += 1
             except _Failed as failed:

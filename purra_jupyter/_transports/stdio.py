@@ -35,6 +35,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectReceiveStream, Ob
 
 from .._base import runner
 from .._base.config import Scrubber, ServerConfig
+from .._base.untrusted import HEAD_BYTES
 from .._base.wire import EVENT_STDERR, STDIO
 from .base import RequestId, TransportContext
 from .ingress import Ingress
@@ -252,31 +253,76 @@ async def _read(
     scope: anyio.CancelScope,
 ) -> None:
     """Each line of the server's stdout as a ``SessionMessage`` (through ``ingress``; a line it drops is not handed
-    on), or the exception that says why it is not one; the end of the stream (or of ``scope``) ends the session's
-    read stream. A line's parts are joined once, when its end comes (a long line would otherwise be copied again
-    with each chunk); a line over ``max_bytes`` is not kept: ``LineTooLong`` goes to the session and reading
-    ends."""
+    on), or the exception that says why it is not one (``_Lines``); the end of the stream (or of ``scope``) ends the
+    session's read stream. After a line over ``max_bytes`` (``LineTooLong``), or once the ingress ended (the session
+    outran its budget), nothing more is read."""
     async with to_session:
         with scope:
-            pending: list[bytes] = []
-            held = 0
+            lines = _Lines(ingress, max_bytes)
             async for chunk in stdout:
-                *lines, rest = chunk.split(b"\n")
-                if lines:
-                    lines[0] = b"".join((*pending, lines[0]))
-                    pending.clear()
-                    held = 0
-                pending.append(rest)
-                held += len(rest)
-                for line in lines:
-                    too_long = len(line) > max_bytes
-                    message = LineTooLong(max_bytes) if too_long else ingress.admitted(line)
-                    if (message is not None and not await _hand_on(to_session, message)) or too_long:
+                for message in lines.read(chunk):
+                    if message is not None and not await _hand_on(to_session, message):
                         return
-                if held > max_bytes:
-                    pending.clear()  # (memory back before the session hears of it)
-                    await _hand_on(to_session, LineTooLong(max_bytes))
-                    return
+                    if isinstance(message, LineTooLong) or ingress.ended:
+                        return
+
+
+class _Lines:
+    """The lines of a server's stdout, read a chunk at a time: what the ingress makes of each (``None``: dropped), or
+    ``LineTooLong`` for one over ``max_bytes``. A line's parts are joined once, when its end comes (a long line would
+    otherwise be copied again with each chunk). Once a line passes what the ingress reads of an unasked message, its
+    head says whether the ingress wants the rest (an answer a request awaits); if not, only its first and last bytes
+    and its size are kept until its end comes (``Ingress.dropped_unread``), so a hostile line costs neither a copy
+    nor the memory of it."""
+
+    def __init__(self, ingress: Ingress, max_bytes: int) -> None:
+        self._ingress = ingress
+        self._max = max_bytes
+        self._pending: list[bytes] = []
+        self._held = 0  # the bytes of the line so far
+        self._asked = False  # whether the ingress was asked about this line
+        self._ends: tuple[bytes, bytes] | None = None  # the head and tail of a line dropped unread
+
+    def read(self, chunk: bytes) -> Iterator[Any]:
+        *ends, rest = chunk.split(b"\n")
+        for part in ends:
+            yield self._ended(part)
+        self._add(rest)
+        if self._held > self._max:
+            self._next()  # (memory back before the session hears of it)
+            yield LineTooLong(self._max)
+
+    def _ended(self, part: bytes) -> Any:
+        size = self._held + len(part)
+        if size > self._max:
+            self._next()
+            return LineTooLong(self._max)
+        if self._ends is not None:
+            head, tail = self._ends
+            self._next()
+            self._ingress.dropped_unread(head, (tail + part)[-HEAD_BYTES:], size)
+            return None
+        line = b"".join((*self._pending, part))
+        self._next()
+        return self._ingress.admitted(line)
+
+    def _add(self, part: bytes) -> None:
+        self._held += len(part)
+        if self._ends is not None:
+            self._ends = (self._ends[0], (self._ends[1] + part)[-HEAD_BYTES:])
+            return
+        self._pending.append(part)
+        if self._held > self._ingress.unasked_bytes and not self._asked:
+            self._asked = True
+            line = b"".join(self._pending)
+            if self._ingress.drops_unread(line[: HEAD_BYTES + 1]):
+                self._ends = (line[: HEAD_BYTES + 1], line[-HEAD_BYTES:])
+                self._pending = []
+            else:
+                self._pending = [line]
+
+    def _next(self) -> None:
+        self._pending, self._held, self._asked, self._ends = [], 0, False, None
 
 
 async def _hand_on(to_session: ObjectSendStream[Any], message: Any) -> bool:

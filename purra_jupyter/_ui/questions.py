@@ -28,6 +28,7 @@ from .._base.consent import Field, defaults, shown_value
 from .._base.egress import CellText, bundle, cell_text
 from .._base.markup import ERROR_COLOR, OK_COLOR, WARN_COLOR, Html, join, key_value_table, pre, tag
 from .._base.raw_schema import checker
+from .._base.untrusted import json_within
 from .._base.visible import quoted_list
 from .._connection.questions import ELICITATION, SAMPLING, Answerer, Asking, Declined
 from .asking import Asked, boxes
@@ -73,7 +74,7 @@ def prompt_answerer(kind: str) -> Answerer:
 
 
 def _words(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)[: TEXT_CHARS + 1]
+    text = value if isinstance(value, str) else json_within(value, TEXT_CHARS + 1)
     return text if len(text) <= TEXT_CHARS else f"{text[:TEXT_CHARS]}… (cut at {TEXT_CHARS:,} characters)"
 
 

@@ -51,9 +51,10 @@ PLAN_JSON is an object; every key is optional:
   ``arguments.count`` notifications: a log line (its data ``arguments.data``, by default 200 ``m``), a progress of an
   unknown token, an unknown method, in turn; then answers), ``raw-echo`` (answers with the text of the arguments
   exactly as they arrived on the wire),
-  ``unknown-id`` (first answers an id never sent, then the call), ``task`` (stdio: a task, ``working`` until
-  ``tasks/cancel``, which it answers only ``cancel_delay`` seconds later; with ``task_completes``, ``tasks/get``
-  says ``completed`` and ``tasks/result`` answers ``result_text``).
+  ``unknown-id`` (first answers an id never sent, then the call), ``unasked`` (sends what its arguments say
+  unasked, see ``unasked``; answers ``{"sent": count, "answers": {id: answer}}``), ``task`` (stdio: a task,
+  ``working`` until ``tasks/cancel``, which it answers only ``cancel_delay`` seconds later; with ``task_completes``,
+  ``tasks/get`` says ``completed`` and ``tasks/result`` answers ``result_text``).
 - ``say``: the notifications ``say`` sends; ``result_text``: the text it answers with (default: the arguments).
 - ``cancel_delay``: seconds before ``tasks/cancel`` is answered (default 0); ``task_status``: what ``tasks/get``
   says of the task.
@@ -162,6 +163,69 @@ def crash(frames: int, name_chars: int) -> None:
     space[name.format(frames - 1)]()
 
 
+def asked_by_us(ident: Any) -> bool:
+    """Whether ``ident`` is the id of a request the server sent (``ASKS``, or ``unasked``'s ``q-N``)."""
+    return ident in ASKS or (isinstance(ident, str) and ident.startswith("q-"))
+
+
+# The members of one message ``unasked`` sends, in the order of each layout: the Python SDK's (id first), the
+# TypeScript SDK's (its requests' id last) and a hostile one (params first, so its head says nothing).
+LAYOUTS = {
+    "id-first": ("jsonrpc", "id", "method", "params"),
+    "id-last": ("method", "params", "jsonrpc", "id"),
+    "params-first": ("params", "jsonrpc", "id", "method"),
+}
+
+
+def unasked_line(arguments: dict[str, Any], index: int) -> bytes:
+    """Message ``index`` of ``unasked``: of ``kind`` ``log`` (a notifications/message), ``sampling`` (a request, id
+    ``q-N``), ``elicit`` (an elicitation/create, its form one string field), or ``answer`` (an answer to an id never
+    sent), or of each of a list of kinds in turn; its payload ``values`` empty objects and ``bytes`` in all (padded
+    with text), in the ``layout`` named."""
+    kind = kind_of(arguments, index)
+    payload = {"objects": [{}] * int(arguments.get("values", 0)), "text": ""}
+    if kind == "log":
+        message = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": payload}}
+    elif kind == "sampling":
+        content = {"type": "text", "text": "summarize"}
+        params = {"messages": [{"role": "user", "content": content}], "maxTokens": 5, "metadata": payload}
+        message = {"jsonrpc": "2.0", "id": f"q-{index}", "method": "sampling/createMessage", "params": params}
+    elif kind == "elicit":
+        form = {"type": "object", "properties": {"name": {"type": "string"}}}
+        params = {"message": "your name?", "requestedSchema": form, "_meta": payload}
+        message = {"jsonrpc": "2.0", "id": f"q-{index}", "method": "elicitation/create", "params": params}
+    else:
+        message = {"jsonrpc": "2.0", "id": 987_000 + index, "result": payload}
+    order = LAYOUTS[arguments.get("layout", "id-first")] + ("result",)
+    text = json.dumps({key: message[key] for key in order if key in message})
+    pad = int(arguments.get("bytes", 0)) - len(text)
+    if pad > 0:
+        text = text.replace('"text": ""', '"text": "' + "t" * pad + '"', 1)
+    return (text + "\n").encode()
+
+
+def kind_of(arguments: dict[str, Any], index: int) -> str:
+    kinds = arguments.get("kind", "log")
+    return kinds if isinstance(kinds, str) else kinds[index % len(kinds)]
+
+
+def unasked(arguments: dict[str, Any], write_raw: Any) -> dict[str, Any]:
+    """Send ``count`` messages of ``unasked_line`` (one every ``every`` seconds), or as many as fit in ``seconds``;
+    then wait up to ``wait`` seconds (default 5) for the answers to the requests among them."""
+    count, every = int(arguments.get("count", 1)), float(arguments.get("every", 0))
+    ends = time.monotonic() + float(arguments.get("seconds", 0))
+    sent = 0
+    while sent < count or time.monotonic() < ends:
+        write_raw(unasked_line(arguments, sent))
+        sent += 1
+        if every:
+            time.sleep(every)
+    questions = [f"q-{index}" for index in range(sent) if kind_of(arguments, index) in ("sampling", "elicit")]
+    with ANSWERED:
+        ANSWERED.wait_for(lambda: not set(questions) - set(RESPONSES), timeout=float(arguments.get("wait", 5)))
+        return {"sent": sent, "answers": {key: RESPONSES.get(key) for key in questions}}
+
+
 def answer(ident: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "result": result}
 
@@ -180,7 +244,7 @@ def handle(message: dict[str, Any], write_raw: Any, raw: bytes = b"") -> Reply |
     or, over HTTP, an event of the request's stream; ``raw`` is the message as it arrived."""
     method, ident = message.get("method"), message.get("id")
     note(f"got {method}")
-    if method is None and ident in ASKS:  # an answer of the client's to what ``ask`` sent
+    if method is None and asked_by_us(ident):  # an answer of the client's to what ``ask`` or ``unasked`` sent
         with ANSWERED:
             RESPONSES[ident] = {key: message[key] for key in ("result", "error") if key in message}
             ANSWERED.notify_all()
@@ -289,6 +353,9 @@ def call(ident: Any, params: dict[str, Any], write_raw: Any, raw: bytes) -> Repl
         count = int(arguments.get("count", 1000))
         write_raw(b"".join(lines[index % 3] for index in range(count)))
         return Reply(answer(ident, {"content": [{"type": "text", "text": f"flooded {count}"}]}))
+    if behaviour == "unasked":
+        text = json.dumps(unasked(arguments, write_raw))
+        return Reply(answer(ident, {"content": [{"type": "text", "text": text}]}))
     if behaviour == "raw-echo":  # the arguments' own text, as the server received them
         text = raw.decode("utf-8")
         start = text.index("{", text.index('"arguments"'))
@@ -386,7 +453,7 @@ def _requests() -> Iterator[str]:
     def read() -> None:
         for line in iter(sys.stdin.readline, ""):
             message = json.loads(line)
-            if message.get("method") is None and message.get("id") in ASKS:
+            if message.get("method") is None and asked_by_us(message.get("id")):
                 handle(message, lambda data: None)
             else:
                 lines.put(line)
@@ -458,7 +525,12 @@ class Handler(BodyHandler):
             else:  # (what a stray answer to a notification looks like over HTTP: a body nobody asked for)
                 self.send_body(200, json.dumps(reply.messages[0]).encode(), "application/json", self.session_header())
             return
-        if PLAN.get("calls", {}).get((message.get("params") or {}).get("name")) in ("ask", "flood", "ask-later"):
+        if PLAN.get("calls", {}).get((message.get("params") or {}).get("name")) in (
+            "ask",
+            "flood",
+            "ask-later",
+            "unasked",
+        ):
             self.stream(message, body)
             return
         reply = handle(message, lambda data: None, body)
