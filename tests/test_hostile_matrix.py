@@ -57,7 +57,7 @@ FRAME = "a DataFrame's HTML (pandas)"
 PACKAGE = ROOT / "purra_jupyter"
 TRANSPORTS = ["stdio", "http"]
 ATTACKS = ("secrets", "markup", "links", "controls", "size", "floods", "late", "crafted files", "approval fidelity",
-           "consent")  # fmt: skip
+           "consent", "apartness")  # fmt: skip
 
 SECRET = 'tok-"9d4\\1c7e2a5f0'  # a quote and a backslash: JSON escapes them, so a scrub of JSON text misses them
 TOKEN_NAME = "API_TOKEN"  # an env name that says its value is a secret
@@ -467,10 +467,19 @@ QUESTIONS_CONSENT = Elsewhere(
     "whose question, what is shown against what is sent, where an address goes, a withdrawal: stdio and HTTP, a "
     "waiting cell, a widget, a function",
 )
+# Apartness: for each message kind, a hostile session at the bounds against a bystander session's calls and the
+# process's memory (every surface of a session is fed by what its ingress admits).
+APART = Elsewhere(
+    "tests/test_apartness.py",
+    "notifications, the server's requests, answers no request awaits and messages whose head says nothing, at the "
+    "bounds and past the rate, over stdio and HTTP, while a bystander session calls; the process's memory bounded",
+)
+OWN_PROCESS = NotApplicable("a command runs one session in a process of its own: there is no other to stall")
+FROM_ADMITTED = NotApplicable("written from what the session's ingress admitted, within the file's own bound")
 COMMON: dict[str, Row] = {"secrets": secrets_absent, "markup": markup_inert, "links": links_absent,
                           "controls": controls_escaped, "size": SIZE, "floods": FLOOD, "late": LATE,
                           "crafted files": NOT_FILES, "approval fidelity": NOT_A_CALL,
-                          "consent": NOT_ASKING}  # fmt: skip
+                          "consent": NOT_ASKING, "apartness": APART}  # fmt: skip
 
 
 def row(**different: Row) -> dict[str, Row]:
@@ -497,7 +506,10 @@ ROWS: dict[str, dict[str, Row]] = {
     "binding": row(),
     "offerings": row(size=HUGE_DATA),
     "forms": row(links=links_absent, approval_fidelity=FIDELITY, consent=FIDELITY),
-    "view": {attack: Elsewhere(VIEWS, "a hostile view of a test server, in JupyterLab") for attack in ATTACKS},
+    "view": {
+        **{attack: Elsewhere(VIEWS, "a hostile view of a test server, in JupyterLab") for attack in ATTACKS},
+        "apartness": APART,  # (its resource and its calls' answers come through its session's ingress)
+    },
     "batch": row(crafted_files=CRAFTED, approval_fidelity=FIDELITY),
     "frames": row(size=HUGE_DATA),
     "replay": row(crafted_files=CRAFTED),
@@ -505,17 +517,19 @@ ROWS: dict[str, dict[str, Row]] = {
     "authorization": {
         **{attack: Elsewhere(OAUTH, "an authorization server's hostile address") for attack in ATTACKS},
         "consent": Elsewhere(OAUTH_CELL, "only the cell that waits for the session is asked to sign in"),
+        "apartness": NotApplicable("an authorization server's few HTTP answers, read within their bounds at sign-in"),
     },
     "questions": row(consent=QUESTIONS_CONSENT),
     "errors": row(markup=NO_HTML),
-    "check text": row(markup=NO_HTML, links=NO_LINKS_CLI),
-    "check json": row(markup=NO_HTML, links=NO_LINKS_CLI),
-    "check junit": row(markup=NO_HTML, links=NO_LINKS_CLI),
-    "check github": row(markup=NO_HTML, links=NO_LINKS_CLI),
-    "junit file": row(markup=NO_HTML, links=NO_LINKS_FILE),
-    "transcript": row(markup=NO_HTML, links=NO_LINKS_FILE, crafted_files=CRAFTED),
-    "checkpoint": row(markup=NO_HTML, links=NO_LINKS_FILE, crafted_files=CRAFTED),
+    "check text": row(markup=NO_HTML, links=NO_LINKS_CLI, apartness=OWN_PROCESS),
+    "check json": row(markup=NO_HTML, links=NO_LINKS_CLI, apartness=OWN_PROCESS),
+    "check junit": row(markup=NO_HTML, links=NO_LINKS_CLI, apartness=OWN_PROCESS),
+    "check github": row(markup=NO_HTML, links=NO_LINKS_CLI, apartness=OWN_PROCESS),
+    "junit file": row(markup=NO_HTML, links=NO_LINKS_FILE, apartness=FROM_ADMITTED),
+    "transcript": row(markup=NO_HTML, links=NO_LINKS_FILE, crafted_files=CRAFTED, apartness=FROM_ADMITTED),
+    "checkpoint": row(markup=NO_HTML, links=NO_LINKS_FILE, crafted_files=CRAFTED, apartness=FROM_ADMITTED),
     "mock": row(
+        apartness=OWN_PROCESS,
         markup=NO_HTML,
         links=NotApplicable("JSON-RPC answers to a client, not text a person reads"),
         controls=NotApplicable("JSON-RPC answers carry the recorded values exactly"),
