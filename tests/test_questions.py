@@ -423,6 +423,10 @@ def test_a_cell_that_waits_for_one_call_never_runs_what_is_asked_for_another() -
     ran: list[str] = []
 
     async def scenario() -> list[str]:
+        deadline = time.monotonic() + HANG_GUARD  # (this runs on the loop as soon as submitted: maybe first)
+        while not runner.cell_serves("this call"):
+            assert time.monotonic() < deadline, "a hang"
+            await asyncio.sleep(0.01)
         outcomes = []
         for key in ("another call", "this call"):
             try:
