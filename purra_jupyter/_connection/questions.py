@@ -183,9 +183,9 @@ class QuestionDesk:
         root = responder.request.root
         method = str(getattr(root, "method", ""))
         answered = self.methods().get(method)
-        if answered is None or not answered:
+        if not answered:
             if answered is False:
-                self.refused(method)
+                self._refused_kind(method)
             return False
         try:
             asking = self._admitted(method, root.params, responder.message_metadata)
@@ -209,7 +209,7 @@ class QuestionDesk:
     def _admitted(self, method: str, params: Any, metadata: Any) -> Asking | None:
         """Who asks and in which call, or why the question is refused (``Refused``; ``_Declined`` for an address
         that is declined)."""
-        protocol = self._session.protocol() or "9999"
+        protocol = self._session.protocol() or "9999"  # (before initialize answered: the newest)
         if protocol < SINCE.get(method, ""):
             raise _Unknown(f"unknown method: {method} is not part of the session's protocol {protocol}")
         if method == METHODS[ROOTS]:
@@ -221,15 +221,15 @@ class QuestionDesk:
         calls = self._session.calls(getattr(metadata, "related_request_id", None))
         if not calls:
             raise Refused("no call of this session is running: a question is answered only during a call of its own")
-        asking = Asking(self._session.server, calls)
+        server = self._session.server
         if method != METHODS[ELICITATION]:
-            return asking
+            return Asking(server, calls)
         if mode == "url":
             try:
-                return Asking(asking.server, calls, destination=destination(params.url))
+                return Asking(server, calls, destination=destination(params.url))
             except Refused as refused:
                 raise _Declined(refused.reason) from None
-        return Asking(asking.server, calls, fields=form_fields(params.requestedSchema))
+        return Asking(server, calls, fields=form_fields(params.requestedSchema))
 
     async def _refuse(self, responder: Any, method: str, reason: str, answer: Any) -> None:
         self._log.add(EVENT_ASKED, f"{method}: {QUESTION_REFUSED} {reason}")
@@ -291,7 +291,7 @@ class QuestionDesk:
             given["list_roots_callback"] = self._roots
         return given
 
-    def refused(self, method: str) -> None:
+    def _refused_kind(self, method: str) -> None:
         """The server asked what this session does not answer: the SDK refuses it; the log says so."""
         kind = next((kind for kind, name in METHODS.items() if name == method), method)
         self._log.add(EVENT_ASKED, f"{method}: refused, this session answers no {kind} (see pj.connect)")
