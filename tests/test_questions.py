@@ -233,8 +233,10 @@ def test_a_person_answers_in_the_waiting_cells_input_box_and_the_server_receives
     assert got == {"answered": {"action": "accept", "content": {"age": 30, "name": "Ada", "color": "red"}}}
     got, _ = answered_in_cell(client, ask("ask_form", "Who are you?"), "cancel")
     assert got == {"answered": {"action": "cancel"}}
-    got, _ = answered_in_cell(client, ask("ask_url", "https://example.test/sign-in"), "done")
+    got, cell = answered_in_cell(client, ask("ask_url", "https://example.test/sign-in"), "done")
     assert got == {"answered": {"action": "accept"}}
+    shown = "\n".join(cell.texts())  # where it goes first, uncut, as text; then the rest of the address
+    assert "goes to: https[:]//example.test:443\nrest of the address: /sign-in" in shown, shown
 
     # a form answer that does not fit is asked again, and nothing reaches the server until it fits
     cell = KernelCell(client, ask("ask_form", "Who are you?"))
