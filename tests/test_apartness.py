@@ -156,15 +156,15 @@ def test_a_large_message_that_its_head_does_not_show_as_an_awaited_answer_is_dro
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_unasked_messages_past_the_rate_fail_their_own_session_and_no_other(transport: str) -> None:
-    """48 log notifications of 1 MiB and 14,000 values each, as fast as the server writes them (about 96 MiB of weight,
+    """96 log notifications of 1 MiB and 14,000 values each, as fast as the server writes them (about 190 MiB of weight,
     three times the burst): the hostile session fails with ``mcp_flood_limit_exceeded``, its call too, its cause and
     log say why, and nothing more of it is read; the bystander stays ready and answers meanwhile."""
     with apart(transport) as (hostile, bystander):
-        arguments = {"kind": "log", "bytes": MIB - 1024, "values": 7_000, "count": 48}
+        arguments = {"kind": "log", "bytes": MIB - 1024, "values": 7_000, "count": 96}
         result, calls, peak = meanwhile(hostile, bystander, arguments)
         assert result.error_code == FLOOD_LIMIT, result
         assert hostile.state == "failed" and FLOOD_LIMIT in hostile.cause, hostile.cause
-        assert hostile.cause.startswith("its unasked messages outran 4 MiB a second after a burst of 32 MiB")
+        assert hostile.cause.startswith("its unasked messages outran 4 MiB a second after a burst of 64 MiB")
         assert any(FLOOD_LIMIT in row.detail for row in hostile.log.events(EVENT_ERROR))
         with pytest.raises(pj.McpSessionError) as failed:
             hostile.ping()

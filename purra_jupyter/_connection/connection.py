@@ -484,7 +484,7 @@ class Connection(HasTraits):
             extensions = client_extensions(bool(self.config.views))
             session_class = client_session_class(extensions, self.requests, self.questions)
             watched = _WatchedStream(read, self._stream_ended, self.questions.withdrawing)
-            recording = _RecordingStream(write, self.requests.sent, recorder(self.transcript))
+            recording = _RecordingStream(write, self._sending, recorder(self.transcript))
             # (ClientSession reads and writes any anyio object stream; its annotation names the memory streams)
             client = await stack.enter_async_context(
                 session_class(
@@ -534,6 +534,11 @@ class Connection(HasTraits):
             self._fail(cause, code)
         elif isinstance(message, types.ServerNotification):
             self.notices.heard(message, self.monitor.revision)
+
+    def _sending(self, request_id: RequestId, method: str) -> None:
+        """A request goes out: its wait notes it, and the ingress learns which list is read again."""
+        self.requests.sent(request_id, method)
+        self.ingress.asking(method)
 
     def _tools_changed(self, revision: int) -> None:
         if self.state == READY:

@@ -67,8 +67,12 @@ if TYPE_CHECKING:
 FLOOD_RATE = 1_000  # informing notifications a second that are handed on once a burst is spent
 FLOOD_BURST = 5_000  # informing notifications handed on at once
 NOTE_SECONDS = 1.0  # the most often the log says how many were dropped
-# The notifications that only inform: past the rate they are dropped. Every other known one always passes.
+# The notifications that only inform: past the rate they are dropped. Every other known one passes (within the budget).
 INFORMING = frozenset({"notifications/message", "notifications/progress", "notifications/resources/updated"})
+# A list that changed, by the request that reads it again: once one such notice went on, another says nothing new
+# until the kit has asked for the list again (it is then stale either way), so it is dropped as a repeat.
+CHANGES = {"tools/list": "notifications/tools/list_changed", "resources/list": "notifications/resources/list_changed",
+           "prompts/list": "notifications/prompts/list_changed"}  # fmt: skip
 # What a server may send unasked (see the module's docstring), measured on the bench's machine: a value costs the
 # parser, the scrubber and two validations about a microsecond, a byte of text a few nanoseconds, handing a message on
 # over three tasks about 100 µs, reading and weighing one that is dropped unread about 15 µs.
@@ -77,17 +81,19 @@ INFORMING = frozenset({"notifications/message", "notifications/progress", "notif
 UNASKED_BYTES = 1 << 20
 UNASKED_VALUES = 16_384
 # A message's weight in bytes: its bytes, ``VALUE_WEIGHT`` a value, ``MESSAGE_WEIGHT`` if it is handed on, else
-# ``READ_WEIGHT``.
+# ``READ_WEIGHT`` (``DROP_WEIGHT`` for a notification the flood budget drops: small, read, and that is all).
 VALUE_WEIGHT = 64
 MESSAGE_WEIGHT = 2 << 10
 READ_WEIGHT = 512
-# All of a session's: 4 MiB a second after a burst of 32 MiB (two messages at the transport's bound of one, 16 MiB,
-# dropped unread; or ten thousand small notifications). At that rate a session takes a tenth of the loop's time with
-# messages at the bounds (two a second), a fifth with small ones (the flood budget's thousand log lines a second and as
-# many dropped), in steps of at most a message's; several times what an ordinary server sends unasked at its busiest
-# (hundreds of log lines or progress notices a second, sampling requests of a few hundred KiB one after another).
+DROP_WEIGHT = 128
+# All of a session's: 4 MiB a second after a burst of 64 MiB (four messages at the transport's bound of one, 16 MiB,
+# dropped unread; or the 150,000 small notifications of one flood, most of them dropped by the flood budget). At that
+# rate a session takes a tenth of the loop's time with messages at the bounds (two a second), a fifth with small ones
+# (the flood budget's thousand log lines a second and the rest dropped), in steps of at most a message's; several
+# times what an ordinary server sends unasked at its busiest (hundreds of log lines or progress notices a second,
+# sampling requests of a few hundred KiB one after another).
 UNASKED_RATE = 4 << 20
-UNASKED_BURST = 32 << 20
+UNASKED_BURST = 64 << 20
 REFUSED = -32600  # JSON-RPC's "invalid request": the error a request refused unread is answered with
 
 
@@ -95,14 +101,15 @@ REFUSED = -32600  # JSON-RPC's "invalid request": the error a request refused un
 class Budget:
     """What one session's server may send unasked: ``bytes`` and ``values`` of one message; the ``rate`` (a second)
     and ``burst`` of their weight (their bytes, ``value_weight`` a value, ``message_weight`` a message handed on,
-    ``read_weight`` one dropped unread); and how many informing notifications are handed on a second
-    (``notices_rate``), after ``notices_burst``."""
+    ``read_weight`` one dropped unread, ``drop_weight`` one the flood budget drops); and how many informing
+    notifications are handed on a second (``notices_rate``), after ``notices_burst``."""
 
     bytes: int = UNASKED_BYTES
     values: int = UNASKED_VALUES
     value_weight: int = VALUE_WEIGHT
     message_weight: int = MESSAGE_WEIGHT
     read_weight: int = READ_WEIGHT
+    drop_weight: int = DROP_WEIGHT
     rate: float = UNASKED_RATE
     burst: float = UNASKED_BURST
     notices_rate: int = FLOOD_RATE
@@ -178,6 +185,7 @@ class Ingress:
         self._notices = _Bucket(budget.notices_rate, budget.notices_burst)
         self._dropped: Counter[str] = Counter()
         self._noted = 0.0
+        self._changed: set[str] = set()  # list changes handed on that no request read again since
         self.ended = False  # the session outran its budget: nothing more of it is read
 
     def message(self, data: bytes | str) -> JSONRPCMessage | None:
@@ -285,7 +293,7 @@ class Ingress:
             return False
         ident = self._request_id(top, raw)
         if top.method is not None and ident is None and self._drops(top.method):
-            self._charged(size + budget.read_weight)
+            self._charged(size + budget.drop_weight)
             return False
         values = count_values(raw, budget.values)
         if values > budget.values:
@@ -360,14 +368,26 @@ class Ingress:
         return not self._drops(value["method"])
 
     def _drops(self, method: str) -> bool:
-        """Whether to drop a notification of ``method``: unknown to the SDK, or informing past the budget."""
+        """Whether to drop a notification of ``method``: unknown to the SDK, informing past the budget, or a list's
+        change repeated before the kit read the list again."""
         known = _known_notifications()
-        if method in known and (method not in INFORMING or self._notices.take(1)):
+        if method in self._changed:
+            self._dropped[f"{method} repeated before the list was read again"] += 1
+        elif method in known and (method not in INFORMING or self._notices.take(1)):
+            if method in CHANGES.values():
+                self._changed.add(method)
             self._report()
             return False
-        self._dropped[method if method in known else "unknown notifications"] += 1
+        else:
+            self._dropped[method if method in known else "unknown notifications"] += 1
         self._report()
         return True
+
+    def asking(self, method: str) -> None:
+        """The kit sends a request of ``method``: one that reads a list again lets its next change through."""
+        change = CHANGES.get(method)
+        if change is not None:
+            self._changed.discard(change)
 
     def _stray(self, value: Any, data: bytes) -> bool:
         """Whether ``value`` is a response with no id (``{"jsonrpc": "2.0", "result": null}``, as the published
@@ -406,6 +426,7 @@ def _error(ident: RequestId, message: str) -> JSONRPCMessage:
 
 
 __all__ = [
+    "DROP_WEIGHT",
     "FLOOD_BURST",
     "FLOOD_RATE",
     "MESSAGE_WEIGHT",
