@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .config import is_loopback
+from .untrusted import json_within
 from .visible import invisible, one_line, quoted, visible
 
 MAX_FIELDS = 50  # of a form: more than a person reads before answering (the spec's forms are short)
@@ -119,23 +120,9 @@ def form_fields(schema: object) -> tuple[Field, ...]:
 
 
 def _check_size(schema: Mapping[str, Any]) -> None:
-    """Walk the schema within ``MAX_FORM_CHARS``, stopping as soon as it is over (never a dump of the whole)."""
-    left = MAX_FORM_CHARS
-    stack: list[Any] = [schema]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, Mapping):
-            left -= 2 * len(value)
-            for key, inner in value.items():
-                left -= len(key) if isinstance(key, str) else 8
-                stack.append(inner)
-        elif isinstance(value, list):
-            left -= 1 + len(value)
-            stack.extend(value)
-        else:
-            left -= len(value) if isinstance(value, str) else 8
-        if left < 0:
-            raise Refused(f"the requested schema is over {MAX_FORM_CHARS:,} characters")
+    """The schema's JSON within ``MAX_FORM_CHARS``, by a walk that stops there (never a dump of the whole)."""
+    if len(json_within(schema, MAX_FORM_CHARS)) > MAX_FORM_CHARS:
+        raise Refused(f"the requested schema is over {MAX_FORM_CHARS:,} characters")
 
 
 def _field(name: str, spec: object, required: bool) -> Field:
