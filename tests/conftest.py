@@ -420,6 +420,37 @@ def stop_tree(process: subprocess.Popen[bytes], *, timeout: float) -> None:
     psutil.wait_procs(alive, timeout=5)
 
 
+@contextmanager
+def untrusted_server(
+    transport: str,
+    name: str,
+    plan: str,
+    *,
+    env: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    **options: Any,
+) -> Iterator[pj.ServerConfig]:
+    """tests/servers/untrusted_server.py with ``plan`` (its argument: JSON, or ``@FILE``) over ``transport``: its
+    config (stdio, with ``env``), or its config once it listens on 127.0.0.1 (HTTP, with ``headers``); the server ends
+    with the block."""
+    server = str(SERVERS / "untrusted_server.py")
+    if transport == "stdio":
+        yield pj.ServerConfig(name, command=sys.executable, args=[server, plan], env=env, **options)
+        return
+    process = subprocess.Popen(
+        [sys.executable, server, plan, "--http"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().decode()
+        assert line.startswith("listening on "), line
+        yield pj.ServerConfig(name, url=line.split()[-1], headers=headers, **options)
+    finally:
+        stop_tree(process, timeout=10)
+        assert process.stdout is not None
+        process.stdout.close()
+
+
 def _pump(stream: Any, sink: queue.Queue[str | None]) -> None:
     for line in stream:
         sink.put(line)

@@ -9,15 +9,13 @@ Streamable HTTP, answered by a function, in the waiting cell of a real kernel, o
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SERVERS, KernelCell, descendants, plan_argument, stop_tree, wait_until
+from conftest import KernelCell, descendants, plan_argument, untrusted_server, wait_until
 
 import purra_jupyter as pj
 from purra_jupyter._base.consent import MAX_FIELDS, destination
@@ -26,7 +24,6 @@ from purra_jupyter._connection.questions import Asking
 from purra_jupyter._connection.tracking import CancelToken
 from purra_jupyter._ui.questions import QuestionWidget, question_bundle, question_rows
 
-UNTRUSTED = SERVERS / "untrusted_server.py"
 TRANSPORTS = ["stdio", "http"]
 ANY = {"type": "object"}
 FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -48,21 +45,8 @@ def plan(asks: dict[str, list[Any]], **more: Any) -> dict[str, Any]:
 def untrusted(transport: str, name: str, server_plan: dict[str, Any], **options: Any) -> Iterator[pj.ServerConfig]:
     """The untrusted server with ``server_plan``, over ``transport``: its config (stdio), or its config once it listens
     on 127.0.0.1 (HTTP)."""
-    with plan_argument(server_plan) as argument:
-        if transport == "stdio":
-            yield pj.ServerConfig(name, command=sys.executable, args=[str(UNTRUSTED), argument], **options)
-            return
-        process = subprocess.Popen([sys.executable, str(UNTRUSTED), argument, "--http"], stdout=subprocess.PIPE,
-                                   stdin=subprocess.DEVNULL)  # fmt: skip
-        try:
-            assert process.stdout is not None
-            line = process.stdout.readline().decode()
-            assert line.startswith("listening on "), line
-            yield pj.ServerConfig(name, url=line.split()[-1], **options)
-        finally:
-            stop_tree(process, timeout=10)
-            assert process.stdout is not None
-            process.stdout.close()
+    with plan_argument(server_plan) as argument, untrusted_server(transport, name, argument, **options) as config:
+        yield config
 
 
 def config_code(config: pj.ServerConfig) -> str:
@@ -81,6 +65,15 @@ def answers(session: pj.McpSession) -> dict[str, Any]:
 
 def asked(session: pj.McpSession) -> list[str]:
     return [row.detail for row in session.log.events(EVENT_ASKED)]
+
+
+def while_calling(asker: pj.McpSession, caller: pj.McpSession, tool: str) -> None:
+    """The question ``asker``'s log answered came while ``caller``'s call of ``tool`` ran (between its approval and its
+    end, as their log rows say): so the test made the case it names, whatever the machine's load."""
+    [answered] = [row.time for row in asker.log.events(EVENT_ASKED) if " asked " not in f" {row.detail}"]
+    approved = [row.time for row in caller.log.events("approval") if f": {tool}" in row.detail][-1]
+    ended = [row.time for row in caller.log.events("call") if row.detail.startswith(tool)][-1]
+    assert approved <= answered <= ended, (approved, answered, ended)
 
 
 class Recorder:
@@ -109,9 +102,10 @@ def test_a_question_outside_any_call_of_its_session_is_refused_at_once(transport
         pj.connect(a_config, elicitation=fn) as a,
         pj.connect(b_config, elicitation=fn) as b,
     ):
-        assert a.call("arm", {"seconds": 0.5}, raw=True, approve=True).ok
-        assert b.call("slow", {"seconds": 3}, raw=True, approve=True).ok  # A asks meanwhile
+        assert a.call("arm", {"seconds": 1}, raw=True, approve=True).ok
+        assert b.call("slow", {"seconds": 4}, raw=True, approve=True).ok  # A asks meanwhile
         wait_until(lambda: answers(a).get("idle-1"), what="A's question answered")
+        while_calling(a, b, "slow")
         error = answers(a)["idle-1"]["error"]
         assert error["code"] == -32600 and "no call of this session is running" in error["message"]
         assert fn.asked == []
@@ -129,9 +123,10 @@ def test_over_http_a_question_on_the_servers_own_stream_belongs_to_no_call() -> 
             untrusted(transport, "a", plan({"idle-1": elicit("your password?")})) as config,
             pj.connect(config, elicitation=fn) as a,
         ):
-            assert a.call("arm", {"seconds": 0.5}, raw=True, approve=True).ok
-            assert a.call("slow", {"seconds": 3}, raw=True, approve=True).ok  # the question comes meanwhile
+            assert a.call("arm", {"seconds": 1}, raw=True, approve=True).ok
+            assert a.call("slow", {"seconds": 4}, raw=True, approve=True).ok  # the question comes meanwhile
             said = wait_until(lambda: answers(a).get("idle-1"), what="the question answered")
+            while_calling(a, a, "slow")
             assert ("error" in said) == refused, (transport, said)
             assert len(fn.asked) == (0 if refused else 1), transport
 
@@ -148,9 +143,9 @@ def test_a_question_reaches_only_the_cell_that_waits_for_its_own_call(kernel: An
         opened = KernelCell(client, f"import purra_jupyter as pj\na = pj.connect({config_code(a_config)})\n"
                                     f"b = pj.connect({config_code(b_config)})").finish()  # fmt: skip
         assert not opened.errors(), opened.errors()
-        armed = KernelCell(client, "a.call('arm', {'seconds': 0.5}, raw=True, approve=True).ok").finish()
+        armed = KernelCell(client, "a.call('arm', {'seconds': 1}, raw=True, approve=True).ok").finish()
         assert armed.result() == "True"
-        waiting = KernelCell(client, "b.call('slow', {'seconds': 3}, raw=True, approve=True).ok").finish()
+        waiting = KernelCell(client, "b.call('slow', {'seconds': 4}, raw=True, approve=True).ok").finish()
         assert waiting.result() == "True" and waiting.prompts == [], waiting.prompts  # no input box in B's cell
         refused = KernelCell(client, "[r.detail for r in a.log.events('asked')]").finish()
         assert QUESTION_REFUSED in refused.result() and "no call of this session" in refused.result()

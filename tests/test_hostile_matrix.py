@@ -30,7 +30,16 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import ROOT, SERVERS, descendants, execute_notebook, plan_argument, stop_tree, unsafe_markup, wait_until
+from conftest import (
+    ROOT,
+    SERVERS,
+    descendants,
+    execute_notebook,
+    plan_argument,
+    unsafe_markup,
+    untrusted_server,
+    wait_until,
+)
 from IPython.utils.capture import capture_output
 
 import purra_jupyter as pj
@@ -162,22 +171,9 @@ def hostile_config(transport: str, name: str, plan: dict[str, Any] = PLAN, **opt
 
 @contextmanager
 def _hostile_config(transport: str, name: str, plan: str, **options: Any) -> Iterator[pj.ServerConfig]:
-    if transport == "stdio":
-        env = {TOKEN_NAME: SECRET, **PLAIN_ENV}
-        yield pj.ServerConfig(name, command=sys.executable, args=[str(UNTRUSTED), plan], env=env, **options)
-        return
-    process = subprocess.Popen([sys.executable, str(UNTRUSTED), plan, "--http"], stdout=subprocess.PIPE,
-                               stdin=subprocess.DEVNULL)  # fmt: skip
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().decode()
-        assert line.startswith("listening on "), line
-        headers = {"Authorization": f"Bearer {SECRET}"}
-        yield pj.ServerConfig(name, url=line.split()[-1], headers=headers, **options)
-    finally:
-        stop_tree(process, timeout=10)
-        assert process.stdout is not None
-        process.stdout.close()
+    env, headers = {TOKEN_NAME: SECRET, **PLAIN_ENV}, {"Authorization": f"Bearer {SECRET}"}
+    with untrusted_server(transport, name, plan, env=env, headers=headers, **options) as config:
+        yield config
 
 
 def cli_check(config: pj.ServerConfig, form: str) -> subprocess.CompletedProcess[str]:

@@ -274,8 +274,8 @@ class QuestionDesk:
             taken.set()
 
     def _withdrawn(self, responder: Any) -> None:
+        """The SDK ended a withdrawn question (whoever answers knew it first: ``withdrawing``): the log says so."""
         method = str(getattr(responder.request.root, "method", ""))
-        self.withdrawing(responder.request_id)
         self._log.add(EVENT_ASKED, f"{method}: {QUESTION_WITHDRAWN} by the server before it was answered; nothing "
                       "was sent, the session goes on")  # fmt: skip
 

@@ -204,7 +204,7 @@ class Ingress:
             return None
         if value is None:
             value = self._parsed(raw)
-        if self._stray(value, raw) or not self._handed_on(raw, value, asked=asked, known=top.method is not None):
+        if not self._handed_on(raw, value, asked=asked, known=top.method is not None):
             return None
         value = self.scrub.value(value)
         try:
@@ -353,12 +353,13 @@ class Ingress:
     # --- after parsing ---------------------------------------------------------------------------------------------
 
     def _handed_on(self, raw: bytes, value: Any, *, asked: bool, known: bool) -> bool:
-        """Whether a parsed message goes on: one its head showed as an awaited answer that is none after all is
-        weighed now, whole; a notification whose method its head did not name meets the flood budget now."""
+        """Whether a parsed message goes on: an answer with no id (``_stray``) does not; one its head showed as an
+        awaited answer that is none after all is weighed now, whole; a notification whose method its head did not name
+        meets the flood budget now."""
         is_answer = isinstance(value, dict) and "method" not in value and ("result" in value or "error" in value)
         if is_answer:
             self._report(now=True)  # (what was dropped while a call ran is in the log when it settles)
-            return True
+            return value.get("id") is not None or self._stray(raw)
         budget = self._budget
         if asked and not self._charged(len(raw) + budget.value_weight * count_values(raw, 0) + budget.message_weight):
             return False
@@ -389,18 +390,14 @@ class Ingress:
         if change is not None:
             self._changed.discard(change)
 
-    def _stray(self, value: Any, data: bytes) -> bool:
-        """Whether ``value`` is a response with no id (``{"jsonrpc": "2.0", "result": null}``, as the published
-        @leanspec/mcp answers the ``initialized`` notification; an error with ``"id": null``): an answer to nothing the
-        session asked, which the SDK's own client logs and ignores. It is logged (its start, scrubbed) and dropped:
-        validated as a message, it would fail the session."""
-        if not isinstance(value, dict) or "method" in value or value.get("id") is not None:
-            return False
-        if "result" not in value and "error" not in value:
-            return False
+    def _stray(self, data: bytes) -> bool:
+        """A response with no id (``{"jsonrpc": "2.0", "result": null}``, as the published @leanspec/mcp answers the
+        ``initialized`` notification; an error with ``"id": null``) answers nothing the session asked; the SDK's own
+        client logs and ignores it. It is logged (its start, scrubbed) and dropped (``False``): validated as a message,
+        it would fail the session."""
         self._note(EVENT_DROPPED, f"a response with no id, an answer to nothing this session asked, not handed on: "
                    f"{self._excerpt(data)}")  # fmt: skip
-        return True
+        return False
 
     def _report(self, *, now: bool = False) -> None:
         """Say in the log how many were dropped since it last said so: at most once every ``NOTE_SECONDS``, or ``now``
